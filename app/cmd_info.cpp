@@ -1,0 +1,41 @@
+// attnphys info: what this build runs on (Kokkos version and backends, concurrency, BLAS, MPI).
+#include <Kokkos_Core.hpp>
+
+#include "attnphys/core/runtime.hpp"
+#include "cli_common.hpp"
+
+namespace attnphys::cli {
+
+namespace {
+struct InfoOptions {
+  bool kokkos_config = false;
+  void declare(OptionSet& s) { s.add("info.kokkos_config", &kokkos_config, "also print Kokkos' full configuration"); }
+};
+}  // namespace
+
+void register_info(CLI::App& app) {
+  auto* sub = app.add_subcommand("info", "print the Kokkos version, execution spaces, concurrency, BLAS and MPI");
+  auto flags = std::make_shared<CommonFlags>();
+  flags->add_to(sub);
+  sub->callback([flags]() {
+    InfoOptions opt;
+    OptionSet set;
+    opt.declare(set);
+    flags->apply(set);
+    const RuntimeInfo info = runtime_info();
+    if (Comm::world().is_root()) {
+      std::cout << "attnphys " << info.version << " (" << info.git_revision << ")\n";
+      std::cout << "Kokkos " << info.kokkos_version << ", default execution space " << info.default_execution_space
+                << ", concurrency " << info.concurrency << "\n";
+      std::cout << "execution spaces:";
+      for (const auto& s : info.execution_spaces) std::cout << " " << s;
+      std::cout << "\nBLAS: " << info.blas << "\n";
+      std::cout << "MPI: " << (info.mpi_enabled ? "built in" : "not built in") << ", " << info.mpi_ranks
+                << " rank(s)\n";
+      if (opt.kokkos_config) Kokkos::print_configuration(std::cout, true);
+    }
+    if (flags->json && Comm::world().is_root()) std::cout << to_json(info) << std::endl;
+  });
+}
+
+}  // namespace attnphys::cli

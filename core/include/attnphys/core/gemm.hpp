@@ -1,0 +1,36 @@
+#pragma once
+// Dense products. Every matrix product in attnphys goes through these two functions, which call
+// KokkosBlas::gemm (OpenBLAS/MKL on the host, cuBLAS/rocBLAS on GPUs through Kokkos Kernels' TPLs).
+//
+//   C = alpha * op(A) * op(B) + beta * C,   op(X) = X or X^T  (trans 'N' or 'T')
+//
+// Matrices are row-major (LayoutRight) views in the default memory space; managed views convert implicitly.
+// batched_gemm applies the same product to every slice of rank-3 views [batch, rows, cols]; an A or B with batch
+// extent 1 is shared by every slice (one weight matrix against many heads).
+#include "attnphys/core/views.hpp"
+
+namespace attnphys {
+
+template <class T>
+using ConstMat = Kokkos::View<const T**, Kokkos::LayoutRight, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class T>
+using Mat = Kokkos::View<T**, Kokkos::LayoutRight, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class T>
+using ConstMat3 = Kokkos::View<const T***, Kokkos::LayoutRight, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class T>
+using Mat3 = Kokkos::View<T***, Kokkos::LayoutRight, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+void gemm(char trans_a, char trans_b, float alpha, const ConstMat<float>& A, const ConstMat<float>& B, float beta,
+          const Mat<float>& C);
+void gemm(char trans_a, char trans_b, double alpha, const ConstMat<double>& A, const ConstMat<double>& B,
+          double beta, const Mat<double>& C);
+
+void batched_gemm(char trans_a, char trans_b, float alpha, const ConstMat3<float>& A, const ConstMat3<float>& B,
+                  float beta, const Mat3<float>& C);
+void batched_gemm(char trans_a, char trans_b, double alpha, const ConstMat3<double>& A,
+                  const ConstMat3<double>& B, double beta, const Mat3<double>& C);
+
+// Floating-point operations of one gemm (2·m·n·k), for benchmark reports.
+inline double gemm_flops(long m, long n, long k) { return 2.0 * double(m) * double(n) * double(k); }
+
+}  // namespace attnphys

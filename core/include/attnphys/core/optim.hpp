@@ -1,0 +1,65 @@
+#pragma once
+// Optimizers (SGD with momentum, Adam, AdamW), learning-rate schedules and gradient-norm clipping, all as single
+// passes over a ParameterBuffer's flat slots. Update rules follow PyTorch's torch.optim definitions so results can
+// be compared one to one.
+#include <string>
+
+#include "attnphys/core/options.hpp"
+#include "attnphys/core/params.hpp"
+
+namespace attnphys {
+
+struct OptimizerOptions {
+  std::string kind = "adamw";  // sgd | adam | adamw
+  double lr = 1e-3;
+  double momentum = 0.0;       // sgd only
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;   // adam: L2 added to the gradient; adamw: decoupled decay; sgd: L2
+  double clip_norm = 0.0;      // 0 disables gradient-norm clipping
+
+  void declare(OptionSet& set, const std::string& section = "optimizer");
+  void validate() const;
+};
+
+struct ScheduleOptions {
+  std::string kind = "constant";  // constant | warmup_cosine
+  long warmup_steps = 0;
+  long total_steps = 1000;
+  double min_lr_ratio = 0.0;  // final lr as a fraction of the base lr (cosine)
+
+  void declare(OptionSet& set, const std::string& section = "schedule");
+  void validate() const;
+};
+
+// Learning rate at a step (0-based). warmup_cosine: linear from base/warmup to base over warmup_steps, then a
+// half cosine from base down to min_lr_ratio*base at total_steps, constant after.
+double scheduled_lr(const ScheduleOptions& s, double base_lr, long step);
+
+class Optimizer {
+ public:
+  explicit Optimizer(OptimizerOptions options);
+  const OptimizerOptions& options() const { return opt_; }
+  long steps_taken() const { return t_; }
+  void set_steps_taken(long t) { t_ = t; }  // restored from a checkpoint
+
+  // One update with learning rate lr, using the gradients in the buffer (which it does not zero).
+  template <class T>
+  void step(ParameterBuffer<T>& buffer, double lr);
+
+ private:
+  OptimizerOptions opt_;
+  long t_ = 0;
+};
+
+// Returns the gradient's L2 norm before clipping; scales the gradients to norm max_norm when it is larger
+// (max_norm <= 0: only measures).
+template <class T>
+double clip_grad_norm(ParameterBuffer<T>& buffer, double max_norm);
+
+// L2 norm of a flat view, accumulated in double.
+template <class T>
+double l2_norm(const Unmanaged1<T>& v);
+
+}  // namespace attnphys

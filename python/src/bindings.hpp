@@ -1,0 +1,38 @@
+#pragma once
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <vector>
+
+#include "attnphys/core/error.hpp"
+
+namespace attnphys::python {
+
+namespace py = pybind11;
+
+template <class T>
+using Array = py::array_t<T, py::array::c_style | py::array::forcecast>;
+
+// Counts live Python-owned objects that hold Kokkos memory; Kokkos is finalised at exit only when none is left
+// (finalising earlier would free memory out from under them).
+std::atomic<long>& live_objects();
+struct LiveToken {
+  LiveToken() { ++live_objects(); }
+  LiveToken(const LiveToken&) { ++live_objects(); }
+  ~LiveToken() { --live_objects(); }
+};
+
+inline std::vector<long> shape_of(const py::array& a) {
+  return std::vector<long>(a.shape(), a.shape() + a.ndim());
+}
+inline std::string shape_str(const py::array& a) {
+  std::string s = "(";
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
+  return s + (a.ndim() == 1 ? ",)" : ")");
+}
+
+void bind_core(py::module_& m);
+
+}  // namespace attnphys::python

@@ -1,0 +1,106 @@
+// gemm wrapper against a naive reference on awkward sizes and every transpose combination.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+#include <vector>
+
+#include "attnphys/core/gemm.hpp"
+#include "attnphys/core/random.hpp"
+
+using namespace attnphys;
+
+namespace {
+
+template <class T>
+void check_gemm(char ta, char tb, long m, long n, long k, T alpha, T beta, double tol) {
+  const bool at = ta == 'T', bt = tb == 'T';
+  View2<T> A("A", at ? k : m, at ? m : k), B("B", bt ? n : k, bt ? k : n), C("C", m, n);
+  fill_normal(A, 1, 1);
+  fill_normal(B, 1, 2);
+  fill_normal(C, 1, 3);
+  auto hA = to_host(A), hB = to_host(B);
+  auto hC0 = Kokkos::create_mirror_view(C);
+  Kokkos::deep_copy(hC0, C);
+  std::vector<double> ref(m * n);
+  for (long i = 0; i < m; ++i)
+    for (long j = 0; j < n; ++j) {
+      double s = 0;
+      for (long l = 0; l < k; ++l) s += double(at ? hA(l, i) : hA(i, l)) * double(bt ? hB(j, l) : hB(l, j));
+      ref[i * n + j] = double(alpha) * s + (beta == T(0) ? 0.0 : double(beta) * double(hC0(i, j)));
+    }
+  gemm(ta, tb, alpha, A, B, beta, C);
+  auto hC = to_host(C);
+  for (long i = 0; i < m; ++i)
+    for (long j = 0; j < n; ++j)
+      ASSERT_NEAR(double(hC(i, j)), ref[i * n + j], tol * (1 + std::abs(ref[i * n + j])))
+          << ta << tb << " " << m << "x" << n << "x" << k << " at " << i << "," << j;
+}
+
+}  // namespace
+
+class GemmShapes : public ::testing::TestWithParam<std::tuple<char, char, std::tuple<long, long, long>>> {};
+
+TEST_P(GemmShapes, MatchesNaiveReferenceDouble) {
+  auto [ta, tb, s] = GetParam();
+  auto [m, n, k] = s;
+  check_gemm<double>(ta, tb, m, n, k, 1.0, 0.0, 1e-12);
+  check_gemm<double>(ta, tb, m, n, k, -0.5, 2.0, 1e-12);
+}
+
+TEST_P(GemmShapes, MatchesNaiveReferenceFloat) {
+  auto [ta, tb, s] = GetParam();
+  auto [m, n, k] = s;
+  check_gemm<float>(ta, tb, m, n, k, 1.0f, 0.0f, 1e-5);
+  check_gemm<float>(ta, tb, m, n, k, 0.75f, -1.0f, 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Awkward, GemmShapes,
+    ::testing::Combine(::testing::Values('N', 'T'), ::testing::Values('N', 'T'),
+                       ::testing::Values(std::make_tuple(0L, 0L, 0L), std::make_tuple(1L, 1L, 1L),
+                                         std::make_tuple(13L, 15L, 17L), std::make_tuple(4L, 0L, 3L),
+                                         std::make_tuple(5L, 3L, 0L), std::make_tuple(64L, 33L, 70L))));
+
+TEST(Gemm, ZeroInnerDimensionScalesC) {
+  View2<double> A("A", 3, 0), B("B", 0, 2), C("C", 3, 2);
+  Kokkos::deep_copy(C, 4.0);
+  gemm('N', 'N', 1.0, A, B, 0.5, C);
+  auto h = to_host(C);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 2; ++j) EXPECT_EQ(h(i, j), 2.0);
+  gemm('N', 'N', 1.0, A, B, 0.0, C);
+  h = to_host(C);
+  EXPECT_EQ(h(2, 1), 0.0);
+}
+
+TEST(Gemm, ShapeMismatchIsAClearError) {
+  View2<double> A("A", 3, 4), B("B", 5, 2), C("C", 3, 2);
+  try {
+    gemm('N', 'N', 1.0, A, B, 0.0, C);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("inner dimensions differ"), std::string::npos) << e.what();
+  }
+  View2<double> B2("B", 4, 2), Cbad("C", 2, 2);
+  EXPECT_THROW(gemm('N', 'N', 1.0, A, B2, 0.0, Cbad), Error);
+  EXPECT_THROW(gemm('X', 'N', 1.0, A, B2, 0.0, C), Error);
+}
+
+TEST(BatchedGemm, EachSliceAndSharedOperand) {
+  const long nb = 3, m = 5, n = 4, k = 6;
+  View3<double> A("A", nb, m, k), W("W", 1, n, k), C("C", nb, m, n);
+  fill_normal(A, 7, 1);
+  fill_normal(W, 7, 2);
+  batched_gemm('N', 'T', 1.0, A, W, 0.0, C);  // C_b = A_b W^T, W shared
+  auto hA = to_host(A), hW = to_host(W), hC = to_host(C);
+  for (long b = 0; b < nb; ++b)
+    for (long i = 0; i < m; ++i)
+      for (long j = 0; j < n; ++j) {
+        double s = 0;
+        for (long l = 0; l < k; ++l) s += hA(b, i, l) * hW(0, j, l);
+        EXPECT_NEAR(hC(b, i, j), s, 1e-12);
+      }
+  View3<double> Bbad("B", 2, k, n);
+  EXPECT_THROW(batched_gemm('N', 'N', 1.0, A, Bbad, 0.0, C), Error);
+}

@@ -1,0 +1,142 @@
+// Optimizer steps against hand-computed values, schedule shapes, gradient clipping, parameter blocks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "attnphys/core/optim.hpp"
+
+using namespace attnphys;
+
+namespace {
+// Two blocks of one parameter each: "w" decays, "b" does not. Both start at 1 with gradient 0.5.
+ParameterBuffer<double> two_params() {
+  ParameterBuffer<double> p;
+  p.add("w", {1});
+  p.add("b", {1}, /*decay=*/false);
+  p.allocate();
+  p.set_host({1.0, 1.0});
+  p.set_host({0.5, 0.5}, Slot::Grads);
+  return p;
+}
+OptimizerOptions opts(const std::string& kind, double wd = 0, double momentum = 0) {
+  OptimizerOptions o;
+  o.kind = kind;
+  o.lr = 0.1;
+  o.weight_decay = wd;
+  o.momentum = momentum;
+  return o;
+}
+}  // namespace
+
+TEST(Optimizer, SgdWithMomentum) {
+  auto p = two_params();
+  Optimizer opt(opts("sgd", 0, 0.9));
+  opt.step(p, 0.1);  // m = 0.5, p = 1 - 0.05
+  EXPECT_NEAR(p.get_host()[0], 0.95, 1e-15);
+  opt.step(p, 0.1);  // m = 0.9*0.5 + 0.5 = 0.95, p = 0.95 - 0.095
+  EXPECT_NEAR(p.get_host()[0], 0.855, 1e-15);
+}
+
+TEST(Optimizer, AdamConstantGradientMovesByLr) {
+  // With a constant gradient, bias-corrected m/sqrt(v) = g/|g|, so each step moves by lr (up to eps).
+  auto p = two_params();
+  Optimizer opt(opts("adam"));
+  opt.step(p, 0.1);
+  EXPECT_NEAR(p.get_host()[0], 0.9, 1e-7);
+  opt.step(p, 0.1);
+  EXPECT_NEAR(p.get_host()[0], 0.8, 1e-7);
+  EXPECT_EQ(opt.steps_taken(), 2);
+}
+
+TEST(Optimizer, AdamWDecoupledDecayOnlyWhereMasked) {
+  auto p = two_params();
+  Optimizer opt(opts("adamw", 0.1));
+  opt.step(p, 0.1);  // w: 1*(1 - 0.01) - 0.1 ; b: 1 - 0.1
+  auto v = p.get_host();
+  EXPECT_NEAR(v[0], 0.89, 1e-7);
+  EXPECT_NEAR(v[1], 0.9, 1e-7);
+  opt.step(p, 0.1);  // w: 0.89*0.99 - 0.1
+  v = p.get_host();
+  EXPECT_NEAR(v[0], 0.7811, 1e-7);
+  EXPECT_NEAR(v[1], 0.8, 1e-7);
+}
+
+TEST(Optimizer, AdamL2DecayEntersTheGradient) {
+  auto p = two_params();
+  Optimizer opt(opts("adam", 0.1));
+  opt.step(p, 0.1);
+  opt.step(p, 0.1);
+  // Hand computation for w: g1 = 0.5 + 0.1*1 = 0.6, m1 = 0.06, v1 = 0.00036, p1 = 1 - 0.06/(0.6 + eps) (~0.9);
+  // g2 = 0.5 + 0.1*p1 (~0.59); m2 = 0.9*m1 + 0.1*g2; v2 = 0.999*v1 + 0.001*g2^2.
+  const double p1 = 1 - 0.06 / (0.6 + 1e-8), g2 = 0.5 + 0.1 * p1;
+  const double m = 0.9 * 0.06 + 0.1 * g2, v = 0.999 * 0.00036 + 0.001 * g2 * g2, bc1 = 1 - 0.81, bc2 = 1 - 0.998001;
+  const double expected = p1 - 0.1 / bc1 * m / (std::sqrt(v) / std::sqrt(bc2) + 1e-8);
+  EXPECT_NEAR(p.get_host()[0], expected, 1e-12);
+  EXPECT_NEAR(p.get_host()[0], 0.8000474, 1e-6);
+}
+
+TEST(Optimizer, InvalidOptionsAreRefused) {
+  EXPECT_THROW(Optimizer(opts("rmsprop")), Error);
+  auto o = opts("adam");
+  o.beta2 = 1.0;
+  EXPECT_THROW(Optimizer{o}, Error);
+  o = opts("adam");
+  o.lr = -1;
+  EXPECT_THROW(Optimizer{o}, Error);
+}
+
+TEST(Schedule, WarmupCosineShape) {
+  ScheduleOptions s;
+  s.kind = "warmup_cosine";
+  s.warmup_steps = 10;
+  s.total_steps = 110;
+  s.min_lr_ratio = 0.1;
+  EXPECT_NEAR(scheduled_lr(s, 1.0, 0), 0.1, 1e-15);
+  EXPECT_NEAR(scheduled_lr(s, 1.0, 4), 0.5, 1e-15);
+  EXPECT_NEAR(scheduled_lr(s, 1.0, 9), 1.0, 1e-15);
+  EXPECT_NEAR(scheduled_lr(s, 1.0, 10), 1.0, 1e-15);
+  EXPECT_NEAR(scheduled_lr(s, 1.0, 60), 0.55, 1e-12);  // half-way down the cosine: (1 + 0.1) / 2
+  EXPECT_NEAR(scheduled_lr(s, 1.0, 110), 0.1, 1e-15);
+  EXPECT_NEAR(scheduled_lr(s, 1.0, 500), 0.1, 1e-15);
+  for (long t = 10; t < 110; ++t) EXPECT_GE(scheduled_lr(s, 1.0, t), scheduled_lr(s, 1.0, t + 1));
+  for (long t = 0; t < 9; ++t) EXPECT_LT(scheduled_lr(s, 1.0, t), scheduled_lr(s, 1.0, t + 1));
+  s.kind = "constant";
+  EXPECT_EQ(scheduled_lr(s, 0.3, 77), 0.3);
+  s.kind = "warmup_cosine";
+  s.warmup_steps = 200;
+  EXPECT_THROW(s.validate(), Error);
+}
+
+TEST(ClipGradNorm, ScalesToTheThreshold) {
+  ParameterBuffer<double> p;
+  p.add("a", {2});
+  p.allocate();
+  p.set_host({3.0, 4.0}, Slot::Grads);
+  EXPECT_NEAR(clip_grad_norm(p, 10.0), 5.0, 1e-14);  // below: untouched
+  EXPECT_NEAR(p.get_host(Slot::Grads)[0], 3.0, 1e-15);
+  EXPECT_NEAR(clip_grad_norm(p, 1.0), 5.0, 1e-14);
+  auto g = p.get_host(Slot::Grads);
+  EXPECT_NEAR(std::hypot(g[0], g[1]), 1.0, 1e-6);
+  EXPECT_NEAR(g[0] / g[1], 0.75, 1e-14);
+}
+
+TEST(ParameterBuffer, BlocksAreViewsIntoOneAllocation) {
+  ParameterBuffer<float> p;
+  EXPECT_EQ(p.add("w", {2, 3}), 0);
+  EXPECT_EQ(p.add("b", {3}, false), 6);
+  EXPECT_THROW(p.add("w", {1}), Error);
+  p.allocate();
+  EXPECT_THROW(p.add("late", {1}), Error);
+  EXPECT_EQ(p.size(), 9);
+  auto w = p.view2("w");
+  auto b = p.view1("b", Slot::Grads);
+  EXPECT_EQ(w.data(), p.params().data());
+  EXPECT_EQ(b.data(), p.grads().data() + 6);
+  Kokkos::deep_copy(p.params(), 2.0f);
+  p.zero_grads();
+  auto h = p.get_host();
+  for (float x : h) EXPECT_EQ(x, 2.0f);
+  EXPECT_THROW(p.view2("b"), Error);
+  EXPECT_THROW(p.view1("nope"), Error);
+  EXPECT_THROW(p.set_host(std::vector<float>(3)), Error);
+}
