@@ -34,7 +34,13 @@ inline void emit_json(const Json& j) {
   std::cout << j.dump() << std::endl;
 }
 
-// Each subcommand registers itself through one of these (defined in cmd_*.cpp).
-void register_info(CLI::App& app);
+// Each cmd_*.cpp registers its subcommand with a static Registrar, so adding a subcommand is adding a file:
+//   static attnphys::cli::Registrar reg("heat", register_heat);
+// main() calls the registered functions in name order.
+using RegisterFn = void (*)(CLI::App&);
+std::vector<std::pair<std::string, RegisterFn>>& registry();
+struct Registrar {
+  Registrar(const std::string& name, RegisterFn fn) { registry().emplace_back(name, fn); }
+};
 
 }  // namespace attnphys::cli

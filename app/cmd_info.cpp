@@ -38,4 +38,6 @@ void register_info(CLI::App& app) {
   });
 }
 
+static Registrar registrar("info", register_info);
+
 }  // namespace attnphys::cli

@@ -1,20 +1,36 @@
 // attnphys: self-attention for physics — learned heat-equation operators and transformer wavefunctions.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
+#include <string>
 
 #include "attnphys/core/error.hpp"
 #include "attnphys/core/runtime.hpp"
 #include "cli_common.hpp"
 
+namespace attnphys::cli {
+std::vector<std::pair<std::string, RegisterFn>>& registry() {
+  static std::vector<std::pair<std::string, RegisterFn>> r;
+  return r;
+}
+}  // namespace attnphys::cli
+
 int main(int argc, char** argv) {
-  // Kokkos takes its own --kokkos-* flags out of argv before CLI11 sees them.
-  attnphys::Runtime runtime(argc, argv);
+  // Kokkos takes its own --kokkos-* flags out of argv before CLI11 sees them; it would also answer --help with
+  // its own page, so a help request initialises Kokkos without the arguments.
+  bool help = false;
+  for (int i = 1; i < argc; ++i) help = help || std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h";
+  int kargc = help ? 1 : argc;
+  attnphys::Runtime runtime(kargc, argv);
+  if (!help) argc = kargc;
   int code = 0;
   {
     CLI::App app{"attnphys: self-attention for physics (learned heat operators, transformer wavefunctions)"};
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("attnphys ") + attnphys::runtime_info().version);
-    attnphys::cli::register_info(app);
+    auto subcommands = attnphys::cli::registry();
+    std::sort(subcommands.begin(), subcommands.end());
+    for (const auto& [name, fn] : subcommands) fn(app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

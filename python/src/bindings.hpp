@@ -35,4 +35,13 @@ inline std::string shape_str(const py::array& a) {
 
 void bind_core(py::module_& m);
 
+// Each bind_*.cpp registers itself with a static BindRegistrar, so a component adds bindings by adding a file:
+//   static attnphys::python::BindRegistrar reg("heat", bind_heat);   // bind_heat(py::module_& m)
+// The module calls them in name order after bind_core; each usually makes its own submodule (m.def_submodule).
+using BindFn = void (*)(py::module_&);
+std::vector<std::pair<std::string, BindFn>>& bind_registry();
+struct BindRegistrar {
+  BindRegistrar(const std::string& name, BindFn fn) { bind_registry().emplace_back(name, fn); }
+};
+
 }  // namespace attnphys::python

@@ -4,7 +4,16 @@
 
 #include "attnphys/core/runtime.hpp"
 
+#include <algorithm>
+
 namespace py = pybind11;
+
+namespace attnphys::python {
+std::vector<std::pair<std::string, BindFn>>& bind_registry() {
+  static std::vector<std::pair<std::string, BindFn>> r;
+  return r;
+}
+}  // namespace attnphys::python
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "attnphys compiled core (use the attnphys package, not this module directly)";
@@ -19,4 +28,7 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   attnphys::python::bind_core(m);
+  auto binders = attnphys::python::bind_registry();
+  std::sort(binders.begin(), binders.end());
+  for (const auto& [name, fn] : binders) fn(m);
 }

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "attnphys/core/error.hpp"
 #include "attnphys/core/json.hpp"
 
 namespace attnphys {
