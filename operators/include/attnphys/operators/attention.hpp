@@ -1,0 +1,77 @@
+#pragma once
+// Multi-head attention as a module: projections, head split, one of four attention kinds, head merge, output
+// projection. Tokens are [B*N, d_model] matrices (batch-major).
+//
+// Parameters (prefix + name, PyTorch's nn.MultiheadAttention names where they exist):
+//   in_proj_weight [3d, d], in_proj_bias [3d]   rows: q, then k, then v (dense, tiled, galerkin)
+//   v_proj.weight [d, d], v_proj.bias [d]       (factored: values only)
+//   out_proj.weight [d, d], out_proj.bias [d]
+//   rel_bias [H, T]                              learned score bias b_h(i - j) (relative_bias = true)
+//   alpha [H, T]                                 factored weights alpha_h(i - j)
+//   k_norm.{weight,bias}, v_norm.{weight,bias} [dh]   Galerkin's layer norms (shared by the heads)
+// with T = 2*max_len - 1 (open) or max_len (periodic).
+#include <string>
+
+#include "attnphys/operators/attention_core.hpp"
+#include "attnphys/operators/init.hpp"
+
+namespace attnphys::ops {
+
+struct AttentionOptions {
+  long d_model = 64;
+  long n_heads = 4;
+  std::string kind = "dense";  // dense | tiled | galerkin | factored
+  bool causal = false;
+  long window = -1;            // local window |i - j| <= window; negative: none
+  bool periodic = false;       // ring distances for window, relative bias and factored weights
+  bool relative_bias = false;  // learned b_h(i - j) added to the scores (dense, tiled)
+  long max_len = 0;            // longest sequence the relative tables cover (relative_bias, factored)
+  void validate() const;
+  long head_dim() const { return d_model / n_heads; }
+};
+
+// Saved activations and gradient buffers of one attention layer, sized for (B, N) and reused while they repeat.
+template <class T>
+struct AttentionCache {
+  long batch = 0, len = 0;
+  IntMask key_mask;
+  View2<T> proj;                 // [B*N, 3d] (factored: [B*N, d])
+  View3<T> q, k, v, o, p;        // [B*H, N, dh]; p [B*H, N, N] for dense and factored
+  View2<T> lse;                  // [B*H, N]
+  View2<T> merged;               // [B*N, d] heads side by side
+  View3<T> kn, vn, kv;           // Galerkin: normalised k, v; kv [B*H, dh, dh]
+  View1<T> k_mean, k_rstd, v_mean, v_rstd;
+  View2<T> dproj, dmerged;       // gradient buffers
+  View3<T> dq, dk, dv, dout, dkn, dvn;
+  void ensure(const AttentionOptions& opt, long batch, long len);
+};
+
+template <class T>
+class MultiHeadAttention {
+ public:
+  MultiHeadAttention() = default;
+  MultiHeadAttention(AttentionOptions options, std::string prefix);
+  const AttentionOptions& options() const { return opt_; }
+  const std::string& prefix() const { return prefix_; }
+
+  void declare(ParameterBuffer<T>& buf, InitPlan& plan) const;
+  // y [B*N, d] from x [B*N, d]; key_mask [B, N] or empty.
+  void forward(const Mat<T>& y, AttentionCache<T>& cache, const ConstMat<T>& x, long batch, long len,
+               const ParameterBuffer<T>& params, const IntMask& key_mask, AttentionScratch<T>& ws) const;
+  // dx = (skipped when empty); parameter gradients +=. x is the forward's input.
+  void backward(const Mat<T>& dx, AttentionCache<T>& cache, const ConstMat<T>& dy, const ConstMat<T>& x,
+                const ParameterBuffer<T>& params, AttentionScratch<T>& ws) const;
+  // Weights of query `query` of sample `sample` over the N keys in head `head`, from the last forward.
+  std::vector<T> weights(const AttentionCache<T>& cache, const ParameterBuffer<T>& params, long sample, long head,
+                         long query) const;
+
+ private:
+  AttentionOptions opt_;
+  std::string prefix_;
+  ScoreSpec<T> spec(const AttentionCache<T>& c, const ParameterBuffer<T>& params) const;
+};
+
+extern template class MultiHeadAttention<float>;
+extern template class MultiHeadAttention<double>;
+
+}  // namespace attnphys::ops

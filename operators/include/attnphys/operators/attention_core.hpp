@@ -1,0 +1,107 @@
+#pragma once
+// The head-level kernels of attention, on per-head tensors [B*H, N, dh] (batch-major, then head).
+//
+// Softmax attention P = softmax(q kᵀ/sqrt(dh) + bias, masked), o = P v comes in two memory modes sharing one code
+// path over tiles of query rows (each tile sees all keys, so its softmax is exact):
+//   dense: the probabilities P [B*H, N, N] are saved for the backward (fastest when N² fits);
+//   tiled: only the row log-sum-exp lse [B*H, N] is saved and the backward recomputes each tile's scores
+//          (FlashAttention-2's recipe): memory O(N·d + tile·N) instead of O(N²).
+// Factored attention uses position-only weights P(i, j) = alpha_h(i - j); Galerkin attention is softmax-free,
+// o = q (k̃ᵀ ṽ)/N with layer-normalised k̃, ṽ.
+// Accumulation rule as in layers.hpp: parameter gradients (rel_bias, alpha) +=, activation gradients =.
+#include "attnphys/operators/layers.hpp"
+
+namespace attnphys::ops {
+
+using IntMask = Kokkos::View<const int**, Kokkos::LayoutRight, MemSpace>;
+
+// Which (query i, key j) pairs interact. Distances are |i - j|, or min(|i - j|, N - |i - j|) when periodic.
+struct AttentionMask {
+  bool causal = false;  // only j <= i
+  long window = -1;     // only distance <= window (negative: no window)
+  bool periodic = false;
+  IntMask key_mask;     // [B, N]: nonzero where key j of sample b may be attended (padding); empty: every key
+
+  KOKKOS_INLINE_FUNCTION bool allowed(long b, long i, long j, long n) const {
+    if (causal && j > i) return false;
+    if (window >= 0) {
+      long dist = i > j ? i - j : j - i;
+      if (periodic && n - dist < dist) dist = n - dist;
+      if (dist > window) return false;
+    }
+    if (key_mask.extent(0) != 0 && key_mask(b, j) == 0) return false;
+    return true;
+  }
+};
+
+// Index of the offset i - j in a per-head relative table: open chains keep 2*max_len - 1 offsets
+// (index i - j + max_len - 1), periodic chains N offsets ((i - j) mod N).
+KOKKOS_INLINE_FUNCTION long relative_index(long i, long j, long n, long max_len, bool periodic) {
+  if (periodic) return ((i - j) % n + n) % n;
+  return i - j + max_len - 1;
+}
+inline long relative_table_size(long max_len, bool periodic) { return periodic ? max_len : 2 * max_len - 1; }
+
+template <class T>
+struct ScoreSpec {
+  long heads = 1;
+  long max_len = 0;            // length the relative table was sized for (ignored without one)
+  AttentionMask mask;
+  ConstMat<T> rel_bias;        // [heads, relative_table_size]: added to the scaled scores; empty: none
+};
+
+// Grow-only buffers reused across calls and layers (no allocation once shapes repeat).
+template <class T>
+struct AttentionScratch {
+  View1<T> tile;    // scores / probabilities of one tile (tiled mode)
+  View1<T> dtile;   // their gradients
+  View1<T> rowdot;  // rowsum(dO ⊙ O) per query
+  T* ensure(View1<T>& v, long n, const char* label);
+  long tile_budget = 1L << 22;  // elements of one [B*H, rows, N] score tile in tiled mode
+};
+
+// q, k, v, o: [B*H, N, dh]; p: [B*H, N, N] (dense) or empty (tiled); lse: [B*H, N].
+template <class T>
+void sdpa_forward(const Mat3<T>& o, const Mat3<T>& p, const Mat<T>& lse, const ConstMat3<T>& q,
+                  const ConstMat3<T>& k, const ConstMat3<T>& v, const ScoreSpec<T>& spec, AttentionScratch<T>& ws);
+// dq, dk, dv =; d_rel_bias += (empty when there is no bias).
+template <class T>
+void sdpa_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, const Mat<T>& d_rel_bias,
+                   const ConstMat3<T>& dout, const ConstMat3<T>& q, const ConstMat3<T>& k, const ConstMat3<T>& v,
+                   const ConstMat3<T>& o, const ConstMat3<T>& p, const ConstMat<T>& lse, const ScoreSpec<T>& spec,
+                   AttentionScratch<T>& ws);
+// The scaled scores s [B*H, N, N] = q kᵀ / sqrt(dh) that the softmax kinds start from (before bias and mask).
+template <class T>
+void attention_scores(const Mat3<T>& s, const ConstMat3<T>& q, const ConstMat3<T>& k);
+// One row of attention probabilities (key weights of query i in slice bh), recomputed from q, k and lse.
+template <class T>
+void sdpa_row(const Vec<T>& out, const ConstMat3<T>& q, const ConstMat3<T>& k, const ConstMat<T>& lse,
+              const ScoreSpec<T>& spec, long bh, long i);
+
+// Factored attention: p(bh, i, j) = alpha(h, relative_index(i, j)) where allowed, else 0; o = p v.
+template <class T>
+void factored_forward(const Mat3<T>& o, const Mat3<T>& p, const ConstMat3<T>& v, const ConstMat<T>& alpha,
+                      const ScoreSpec<T>& spec);
+// dv =, d_alpha +=.
+template <class T>
+void factored_backward(const Mat3<T>& dv, const Mat<T>& d_alpha, const ConstMat3<T>& dout, const ConstMat3<T>& v,
+                       const ConstMat3<T>& p, const ScoreSpec<T>& spec, AttentionScratch<T>& ws);
+
+// Galerkin attention: kv [B*H, dh, dh] = knᵀ vn (saved), o = q kv / N.
+template <class T>
+void galerkin_forward(const Mat3<T>& o, const Mat3<T>& kv, const ConstMat3<T>& q, const ConstMat3<T>& kn,
+                      const ConstMat3<T>& vn);
+// dq, dkn, dvn =.
+template <class T>
+void galerkin_backward(const Mat3<T>& dq, const Mat3<T>& dkn, const Mat3<T>& dvn, const ConstMat3<T>& dout,
+                       const ConstMat3<T>& q, const ConstMat3<T>& kn, const ConstMat3<T>& vn,
+                       const ConstMat3<T>& kv, AttentionScratch<T>& ws);
+
+// Head split/merge between token matrices [B*N, ld] and per-head tensors [B*H, N, dh]; column block col0 holds
+// the H heads side by side (PyTorch's layout: feature h*dh + c of the block belongs to head h).
+template <class T>
+void split_heads(const Mat3<T>& out, const ConstMat<T>& in, long col0, long batch, long heads);
+template <class T>
+void merge_heads(const Mat<T>& out, long col0, const ConstMat3<T>& in, long batch, long heads);
+
+}  // namespace attnphys::ops

@@ -1,0 +1,68 @@
+#pragma once
+// Elementary layers as forward/backward pairs (llm.c style).
+//
+// Argument order: outputs, saved values, inputs, sizes. Activations are row-major [rows, features] matrices: a
+// batch of B sequences of N tokens is one [B*N, d] matrix, so a linear layer is a single gemm over all tokens.
+// Accumulation rule: parameter gradients are ADDED (+=) so that several uses and several samples sum;
+// activation gradients are WRITTEN (=), except where a function says it sits on the residual stream.
+// All views are non-owning (managed views convert implicitly); T is float or double.
+#include "attnphys/core/gemm.hpp"
+#include "attnphys/core/views.hpp"
+
+namespace attnphys::ops {
+
+template <class T>
+using Vec = Kokkos::View<T*, Kokkos::LayoutRight, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class T>
+using ConstVec = Kokkos::View<const T*, Kokkos::LayoutRight, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+// y[M, out] = x[M, in] · wᵀ + b, with w [out, in] as in PyTorch; b may be an empty view (no bias).
+template <class T>
+void linear_forward(const Mat<T>& y, const ConstMat<T>& x, const ConstMat<T>& w, const ConstVec<T>& b);
+// dx = dy · w (or dx += when accumulate_dx; skipped when dx is empty), dw += dyᵀ · x, db += column sums of dy
+// (skipped when db is empty).
+template <class T>
+void linear_backward(const Mat<T>& dx, const Mat<T>& dw, const Vec<T>& db, const ConstMat<T>& dy,
+                     const ConstMat<T>& x, const ConstMat<T>& w, bool accumulate_dx = false);
+
+// Row-wise layer normalisation y = (x - mean) * rstd * w + b (biased variance, as torch.nn.LayerNorm).
+// mean and rstd [M] are saved for the backward.
+template <class T>
+void layernorm_forward(const Mat<T>& y, const Vec<T>& mean, const Vec<T>& rstd, const ConstMat<T>& x,
+                       const ConstVec<T>& w, const ConstVec<T>& b, T eps = T(1e-5));
+// Residual stream: dx += (the input of a pre-LN sub-layer is the residual stream). dw, db +=.
+template <class T>
+void layernorm_backward(const Mat<T>& dx, const Vec<T>& dw, const Vec<T>& db, const ConstMat<T>& dy,
+                        const ConstMat<T>& x, const ConstVec<T>& w, const ConstVec<T>& mean,
+                        const ConstVec<T>& rstd);
+
+// Exact GELU x·Φ(x) (torch.nn.GELU() default, erf form), elementwise over all entries of x.
+template <class T>
+void gelu_forward(const Mat<T>& y, const ConstMat<T>& x);
+template <class T>
+void gelu_backward(const Mat<T>& dx, const ConstMat<T>& dy, const ConstMat<T>& x);
+
+// Row-wise softmax; the backward uses the saved output y.
+template <class T>
+void softmax_forward(const Mat<T>& y, const ConstMat<T>& x);
+template <class T>
+void softmax_backward(const Mat<T>& dx, const ConstMat<T>& dy, const ConstMat<T>& y);
+
+// y = a + b (y may alias a). Its backward is the identity on both inputs.
+template <class T>
+void residual_forward(const Mat<T>& y, const ConstMat<T>& a, const ConstMat<T>& b);
+// y += x.
+template <class T>
+void add_inplace(const Mat<T>& y, const ConstMat<T>& x);
+
+// Views of a contiguous [rows, cols] block starting at p: used to re-view one buffer under another shape.
+template <class T>
+Mat<T> as_mat(T* p, long rows, long cols) {
+  return Mat<T>(p, rows, cols);
+}
+template <class T>
+ConstMat<T> as_cmat(const T* p, long rows, long cols) {
+  return ConstMat<T>(p, rows, cols);
+}
+
+}  // namespace attnphys::ops

@@ -1,0 +1,237 @@
+#include "attnphys/operators/attention.hpp"
+
+namespace attnphys::ops {
+
+void AttentionOptions::validate() const {
+  require(d_model > 0 && n_heads > 0 && d_model % n_heads == 0, "attention: d_model = ", d_model,
+          " must be a positive multiple of n_heads = ", n_heads);
+  require(kind == "dense" || kind == "tiled" || kind == "galerkin" || kind == "factored", "attention kind '", kind,
+          "' is unknown: use dense, tiled, galerkin or factored");
+  require(!(relative_bias || kind == "factored") || max_len > 0,
+          "attention: relative_bias and factored attention need max_len > 0 (the longest sequence)");
+  require(kind != "galerkin" || (!causal && window < 0 && !relative_bias),
+          "attention: galerkin attention has no score matrix, so it takes no causal/window mask or relative bias");
+  require(kind != "factored" || !relative_bias,
+          "attention: factored attention's weights are already relative; turn relative_bias off");
+}
+
+namespace {
+template <class T>
+void alloc3(View3<T>& v, long a, long b, long c) {
+  if (long(v.extent(0)) != a || long(v.extent(1)) != b || long(v.extent(2)) != c)
+    v = View3<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::attention")), a, b, c);
+}
+template <class T>
+void alloc2(View2<T>& v, long a, long b) {
+  if (long(v.extent(0)) != a || long(v.extent(1)) != b)
+    v = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::attention")), a, b);
+}
+template <class T>
+void alloc1(View1<T>& v, long a) {
+  if (long(v.extent(0)) != a)
+    v = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::attention")), a);
+}
+template <class T>
+ConstMat3<T> c3(const View3<T>& v) {
+  return ConstMat3<T>(v.data(), v.extent(0), v.extent(1), v.extent(2));
+}
+template <class T>
+Mat3<T> m3(const View3<T>& v) {
+  return Mat3<T>(v.data(), v.extent(0), v.extent(1), v.extent(2));
+}
+// [B*H, N, dh] seen as [B*H*N, dh] rows (for the per-token layer norms of Galerkin attention).
+template <class T>
+Mat<T> rows_of(const View3<T>& v) {
+  return Mat<T>(v.data(), long(v.extent(0)) * long(v.extent(1)), v.extent(2));
+}
+}  // namespace
+
+template <class T>
+void AttentionCache<T>::ensure(const AttentionOptions& opt, long b, long n) {
+  const long h = opt.n_heads, d = opt.d_model, dh = opt.head_dim();
+  const bool factored = opt.kind == "factored", galerkin = opt.kind == "galerkin";
+  batch = b;
+  len = n;
+  alloc2(proj, b * n, factored ? d : 3 * d);
+  alloc2(dproj, b * n, factored ? d : 3 * d);
+  alloc3(v, b * h, n, dh);
+  alloc3(o, b * h, n, dh);
+  alloc3(dv, b * h, n, dh);
+  alloc3(dout, b * h, n, dh);
+  alloc2(merged, b * n, d);
+  alloc2(dmerged, b * n, d);
+  if (!factored) {
+    alloc3(q, b * h, n, dh);
+    alloc3(k, b * h, n, dh);
+    alloc3(dq, b * h, n, dh);
+    alloc3(dk, b * h, n, dh);
+  }
+  if (opt.kind == "dense" || factored) alloc3(p, b * h, n, n);
+  if (opt.kind == "dense" || opt.kind == "tiled") alloc2(lse, b * h, n);
+  if (galerkin) {
+    alloc3(kn, b * h, n, dh);
+    alloc3(vn, b * h, n, dh);
+    alloc3(dkn, b * h, n, dh);
+    alloc3(dvn, b * h, n, dh);
+    alloc3(kv, b * h, dh, dh);
+    alloc1(k_mean, b * h * n);
+    alloc1(k_rstd, b * h * n);
+    alloc1(v_mean, b * h * n);
+    alloc1(v_rstd, b * h * n);
+  }
+}
+
+template <class T>
+MultiHeadAttention<T>::MultiHeadAttention(AttentionOptions options, std::string prefix)
+    : opt_(std::move(options)), prefix_(std::move(prefix)) {
+  opt_.validate();
+}
+
+template <class T>
+void MultiHeadAttention<T>::declare(ParameterBuffer<T>& buf, InitPlan& plan) const {
+  const long d = opt_.d_model, h = opt_.n_heads, dh = opt_.head_dim();
+  const long table = relative_table_size(opt_.max_len, opt_.periodic);
+  if (opt_.kind == "factored") {
+    declare_linear(buf, plan, prefix_ + "v_proj.", d, d);
+    buf.add(prefix_ + "alpha", {h, table}, true);
+    // Start near uniform averaging over the reachable offsets, with a little noise to break head symmetry.
+    plan.push_back({prefix_ + "alpha", InitSpec::Kind::Normal, 1.0 / double(opt_.max_len)});
+  } else {
+    // Like nn.MultiheadAttention: one fused projection, biases zero.
+    buf.add(prefix_ + "in_proj_weight", {3 * d, d}, true);
+    buf.add(prefix_ + "in_proj_bias", {3 * d}, false);
+    plan.push_back({prefix_ + "in_proj_weight", InitSpec::Kind::Uniform, std::sqrt(6.0 / double(d + 3 * d))});
+    plan.push_back({prefix_ + "in_proj_bias", InitSpec::Kind::Constant, 0.0});
+  }
+  if (opt_.kind == "galerkin") {
+    declare_layernorm(buf, plan, prefix_ + "k_norm.", dh);
+    declare_layernorm(buf, plan, prefix_ + "v_norm.", dh);
+  }
+  if (opt_.relative_bias) {
+    buf.add(prefix_ + "rel_bias", {h, table}, false);
+    plan.push_back({prefix_ + "rel_bias", InitSpec::Kind::Constant, 0.0});
+  }
+  declare_linear(buf, plan, prefix_ + "out_proj.", d, d);
+}
+
+template <class T>
+ScoreSpec<T> MultiHeadAttention<T>::spec(const AttentionCache<T>& c, const ParameterBuffer<T>& params) const {
+  ScoreSpec<T> s;
+  s.heads = opt_.n_heads;
+  s.max_len = opt_.max_len;
+  s.mask.causal = opt_.causal;
+  s.mask.window = opt_.window;
+  s.mask.periodic = opt_.periodic;
+  s.mask.key_mask = c.key_mask;
+  if (opt_.relative_bias) s.rel_bias = params.view2(prefix_ + "rel_bias");
+  return s;
+}
+
+template <class T>
+void MultiHeadAttention<T>::forward(const Mat<T>& y, AttentionCache<T>& c, const ConstMat<T>& x, long batch,
+                                    long len, const ParameterBuffer<T>& params, const IntMask& key_mask,
+                                    AttentionScratch<T>& ws) const {
+  ScopedRegion region("attnphys::attention_forward");
+  const long d = opt_.d_model, h = opt_.n_heads;
+  require(long(x.extent(0)) == batch * len && long(x.extent(1)) == d, "attention: input is ", x.extent(0), "x",
+          x.extent(1), ", expected ", batch * len, "x", d, " (B*N tokens of d_model features)");
+  require(key_mask.extent(0) == 0 || (long(key_mask.extent(0)) == batch && long(key_mask.extent(1)) == len),
+          "attention: key mask is ", key_mask.extent(0), "x", key_mask.extent(1), ", expected ", batch, "x", len);
+  require(key_mask.extent(0) == 0 || opt_.kind != "galerkin", "attention: galerkin attention takes no key mask");
+  require(!(opt_.relative_bias || opt_.kind == "factored") || len <= opt_.max_len, "attention: sequence length ",
+          len, " exceeds max_len = ", opt_.max_len, " of the relative tables");
+  c.ensure(opt_, batch, len);
+  c.key_mask = key_mask;
+  const auto s = spec(c, params);
+  if (opt_.kind == "factored") {
+    linear_forward<T>(c.proj, x, params.view2(prefix_ + "v_proj.weight"), params.view1(prefix_ + "v_proj.bias"));
+    split_heads<T>(c.v, c.proj, 0, batch, h);
+    factored_forward<T>(c.o, c.p, c3(c.v), params.view2(prefix_ + "alpha"), s);
+  } else {
+    linear_forward<T>(c.proj, x, params.view2(prefix_ + "in_proj_weight"), params.view1(prefix_ + "in_proj_bias"));
+    split_heads<T>(c.q, c.proj, 0, batch, h);
+    split_heads<T>(c.k, c.proj, d, batch, h);
+    split_heads<T>(c.v, c.proj, 2 * d, batch, h);
+    if (opt_.kind == "galerkin") {
+      layernorm_forward<T>(rows_of(c.kn), c.k_mean, c.k_rstd, rows_of(c.k), params.view1(prefix_ + "k_norm.weight"),
+                           params.view1(prefix_ + "k_norm.bias"));
+      layernorm_forward<T>(rows_of(c.vn), c.v_mean, c.v_rstd, rows_of(c.v), params.view1(prefix_ + "v_norm.weight"),
+                           params.view1(prefix_ + "v_norm.bias"));
+      galerkin_forward<T>(c.o, c.kv, c3(c.q), c3(c.kn), c3(c.vn));
+    } else {
+      sdpa_forward<T>(c.o, opt_.kind == "dense" ? m3(c.p) : Mat3<T>(), c.lse, c3(c.q), c3(c.k), c3(c.v), s, ws);
+    }
+  }
+  merge_heads<T>(c.merged, 0, c3(c.o), batch, h);
+  linear_forward<T>(y, c.merged, params.view2(prefix_ + "out_proj.weight"), params.view1(prefix_ + "out_proj.bias"));
+}
+
+template <class T>
+void MultiHeadAttention<T>::backward(const Mat<T>& dx, AttentionCache<T>& c, const ConstMat<T>& dy,
+                                     const ConstMat<T>& x, const ParameterBuffer<T>& params,
+                                     AttentionScratch<T>& ws) const {
+  ScopedRegion region("attnphys::attention_backward");
+  const long d = opt_.d_model, h = opt_.n_heads, batch = c.batch;
+  require(long(dy.extent(0)) == batch * c.len, "attention backward: gradient has ", dy.extent(0),
+          " rows, the forward had ", batch * c.len, " tokens");
+  const auto s = spec(c, params);
+  linear_backward<T>(c.dmerged, params.view2(prefix_ + "out_proj.weight", Slot::Grads),
+                     params.view1(prefix_ + "out_proj.bias", Slot::Grads), dy, c.merged,
+                     params.view2(prefix_ + "out_proj.weight"));
+  split_heads<T>(c.dout, c.dmerged, 0, batch, h);
+  if (opt_.kind == "factored") {
+    factored_backward<T>(c.dv, params.view2(prefix_ + "alpha", Slot::Grads), c3(c.dout), c3(c.v), c3(c.p), s, ws);
+    merge_heads<T>(c.dproj, 0, c3(c.dv), batch, h);
+    linear_backward<T>(dx, params.view2(prefix_ + "v_proj.weight", Slot::Grads),
+                       params.view1(prefix_ + "v_proj.bias", Slot::Grads), c.dproj, x,
+                       params.view2(prefix_ + "v_proj.weight"));
+    return;
+  }
+  if (opt_.kind == "galerkin") {
+    galerkin_backward<T>(c.dq, c.dkn, c.dvn, c3(c.dout), c3(c.q), c3(c.kn), c3(c.vn), c3(c.kv), ws);
+    Kokkos::deep_copy(c.dk, T(0));
+    Kokkos::deep_copy(c.dv, T(0));
+    layernorm_backward<T>(rows_of(c.dk), params.view1(prefix_ + "k_norm.weight", Slot::Grads),
+                          params.view1(prefix_ + "k_norm.bias", Slot::Grads), rows_of(c.dkn), rows_of(c.k),
+                          params.view1(prefix_ + "k_norm.weight"), c.k_mean, c.k_rstd);
+    layernorm_backward<T>(rows_of(c.dv), params.view1(prefix_ + "v_norm.weight", Slot::Grads),
+                          params.view1(prefix_ + "v_norm.bias", Slot::Grads), rows_of(c.dvn), rows_of(c.v),
+                          params.view1(prefix_ + "v_norm.weight"), c.v_mean, c.v_rstd);
+  } else {
+    const Mat<T> dbias = opt_.relative_bias ? Mat<T>(params.view2(prefix_ + "rel_bias", Slot::Grads)) : Mat<T>();
+    sdpa_backward<T>(c.dq, c.dk, c.dv, dbias, c3(c.dout), c3(c.q), c3(c.k), c3(c.v), c3(c.o),
+                     opt_.kind == "dense" ? c3(c.p) : ConstMat3<T>(), c.lse, s, ws);
+  }
+  merge_heads<T>(c.dproj, 0, c3(c.dq), batch, h);
+  merge_heads<T>(c.dproj, d, c3(c.dk), batch, h);
+  merge_heads<T>(c.dproj, 2 * d, c3(c.dv), batch, h);
+  linear_backward<T>(dx, params.view2(prefix_ + "in_proj_weight", Slot::Grads),
+                     params.view1(prefix_ + "in_proj_bias", Slot::Grads), c.dproj, x,
+                     params.view2(prefix_ + "in_proj_weight"));
+}
+
+template <class T>
+std::vector<T> MultiHeadAttention<T>::weights(const AttentionCache<T>& c, const ParameterBuffer<T>& params,
+                                              long sample, long head, long query) const {
+  require(c.batch > 0, "attention weights: run a forward pass first");
+  require(sample >= 0 && sample < c.batch && head >= 0 && head < opt_.n_heads && query >= 0 && query < c.len,
+          "attention weights: sample ", sample, ", head ", head, ", query ", query, " out of range (batch ", c.batch,
+          ", heads ", opt_.n_heads, ", length ", c.len, ")");
+  require(opt_.kind != "galerkin", "attention weights: galerkin attention has no attention matrix to export");
+  const long bh = sample * opt_.n_heads + head, n = c.len;
+  View1<T> row("attnphys::attention_row", n);
+  if (c.p.extent(0) != 0) {
+    Kokkos::deep_copy(row, Kokkos::subview(c.p, bh, query, Kokkos::ALL));
+  } else {
+    sdpa_row<T>(row, c3(c.q), c3(c.k), c.lse, spec(c, params), bh, query);
+  }
+  auto h = to_host(row);
+  return std::vector<T>(h.data(), h.data() + n);
+}
+
+template struct AttentionCache<float>;
+template struct AttentionCache<double>;
+template class MultiHeadAttention<float>;
+template class MultiHeadAttention<double>;
+
+}  // namespace attnphys::ops

@@ -1,0 +1,321 @@
+#include "attnphys/operators/attention_core.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace attnphys::ops {
+
+template <class T>
+T* AttentionScratch<T>::ensure(View1<T>& v, long n, const char* label) {
+  if (long(v.extent(0)) < n) v = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
+  return v.data();
+}
+
+namespace {
+// Rows of query tiles: the whole sequence when probabilities are saved, otherwise as many rows as the budget
+// allows for all B*H slices at once.
+long tile_rows(long nbh, long n, bool dense, long budget) {
+  if (dense) return n;
+  return std::max(1L, std::min(n, budget / std::max(1L, nbh * n)));
+}
+}  // namespace
+
+// Scores of rows [i0, i0 + rows) of every slice: s(t, r, j) = scale * q·k (all bh).
+template <class T>
+void tile_scores(T* s, const ConstMat3<T>& q, const ConstMat3<T>& k, long i0, long rows, T scale) {
+  const long nbh = q.extent(0), n = k.extent(1), dh = q.extent(2);
+  for (long bh = 0; bh < nbh; ++bh) {
+    ConstMat<T> qt(q.data() + (bh * q.extent(1) + i0) * dh, rows, dh);
+    ConstMat<T> kt(k.data() + bh * n * dh, n, dh);
+    gemm('N', 'T', scale, qt, kt, T(0), Mat<T>(s + bh * rows * n, rows, n));
+  }
+}
+
+// In place: scores -> probabilities (bias, mask, softmax); writes lse of the rows.
+template <class T>
+void tile_softmax(T* s, const Mat<T>& lse, long i0, long rows, long n, const ScoreSpec<T>& spec) {
+  const long nbh = lse.extent(0), heads = spec.heads, max_len = spec.max_len;
+  const AttentionMask mask = spec.mask;
+  const ConstMat<T> bias = spec.rel_bias;
+  const bool has_bias = bias.extent(0) != 0;
+  Kokkos::parallel_for(
+      "attnphys::attention_softmax", Kokkos::RangePolicy<ExecSpace>(0, nbh * rows), KOKKOS_LAMBDA(long r) {
+        const long bh = r / rows, i = i0 + r % rows, b = bh / heads, h = bh % heads;
+        T* row = s + r * n;
+        const T neg_inf = Kokkos::reduction_identity<T>::max();  // lowest finite value marks masked keys
+        T mx = neg_inf;
+        for (long j = 0; j < n; ++j) {
+          T x = row[j];
+          if (has_bias) x += bias(h, relative_index(i, j, n, max_len, mask.periodic));
+          if (!mask.allowed(b, i, j, n)) x = neg_inf;
+          row[j] = x;
+          mx = x > mx ? x : mx;
+        }
+        if (mx == neg_inf) {  // nothing to attend to: the output is zero
+          for (long j = 0; j < n; ++j) row[j] = T(0);
+          lse(bh, i) = neg_inf;
+          return;
+        }
+        T sum = 0;
+        for (long j = 0; j < n; ++j) {
+          const T e = math::exp(row[j] - mx);
+          row[j] = e;
+          sum += e;
+        }
+        const T inv = T(1) / sum;
+        for (long j = 0; j < n; ++j) row[j] *= inv;
+        lse(bh, i) = mx + math::log(sum);
+      });
+}
+
+// In place: scores -> probabilities exp(s + bias - lse) with the saved lse (backward recomputation).
+template <class T>
+void tile_recompute(T* s, const ConstMat<T>& lse, long i0, long rows, long n, const ScoreSpec<T>& spec) {
+  const long nbh = lse.extent(0), heads = spec.heads, max_len = spec.max_len;
+  const AttentionMask mask = spec.mask;
+  const ConstMat<T> bias = spec.rel_bias;
+  const bool has_bias = bias.extent(0) != 0;
+  Kokkos::parallel_for(
+      "attnphys::attention_recompute", Kokkos::RangePolicy<ExecSpace>(0, nbh * rows), KOKKOS_LAMBDA(long r) {
+        const long bh = r / rows, i = i0 + r % rows, b = bh / heads, h = bh % heads;
+        T* row = s + r * n;
+        const T l = lse(bh, i);
+        for (long j = 0; j < n; ++j) {
+          T x = row[j];
+          if (has_bias) x += bias(h, relative_index(i, j, n, max_len, mask.periodic));
+          row[j] = mask.allowed(b, i, j, n) && l != Kokkos::reduction_identity<T>::max() ? math::exp(x - l) : T(0);
+        }
+      });
+}
+
+// In place: dP -> dS = P ⊙ (dP - rowdot) (the softmax backward); accumulates the relative-bias gradient.
+template <class T>
+void tile_softmax_backward(T* ds, const T* p, const T* rowdot, const Mat<T>& d_bias, long nbh, long i0, long rows,
+                           long n, const ScoreSpec<T>& spec) {
+  const long heads = spec.heads, max_len = spec.max_len;
+  const bool periodic = spec.mask.periodic;
+  const bool has_bias = d_bias.extent(0) != 0;
+  Kokkos::parallel_for(
+      "attnphys::attention_softmax_backward", Kokkos::RangePolicy<ExecSpace>(0, nbh * rows), KOKKOS_LAMBDA(long r) {
+        const long bh = r / rows, i = i0 + r % rows, h = bh % heads;
+        const T dot = rowdot[bh * n + i];  // keys and queries share the length n
+        T* drow = ds + r * n;
+        const T* prow = p + r * n;
+        for (long j = 0; j < n; ++j) {
+          const T g = prow[j] * (drow[j] - dot);
+          drow[j] = g;
+          if (has_bias && g != T(0)) Kokkos::atomic_add(&d_bias(h, relative_index(i, j, n, max_len, periodic)), g);
+        }
+      });
+}
+
+template <class T>
+void sdpa_forward(const Mat3<T>& o, const Mat3<T>& p, const Mat<T>& lse, const ConstMat3<T>& q,
+                  const ConstMat3<T>& k, const ConstMat3<T>& v, const ScoreSpec<T>& spec, AttentionScratch<T>& ws) {
+  ScopedRegion region("attnphys::sdpa_forward");
+  const long nbh = q.extent(0), n = q.extent(1), dh = q.extent(2);
+  const bool dense = p.extent(0) != 0;
+  require(k.extent(1) == q.extent(1) && v.extent(1) == q.extent(1), "sdpa_forward: q, k, v lengths differ");
+  const T scale = T(1) / std::sqrt(T(dh));
+  const long rows = tile_rows(nbh, n, dense, ws.tile_budget);
+  T* s = dense ? p.data() : ws.ensure(ws.tile, nbh * rows * n, "attnphys::attention_tile");
+  for (long i0 = 0; i0 < n; i0 += rows) {
+    const long r = std::min(rows, n - i0);
+    tile_scores(s, q, k, i0, r, scale);
+    tile_softmax(s, lse, i0, r, n, spec);
+    for (long bh = 0; bh < nbh; ++bh)
+      gemm('N', 'N', T(1), ConstMat<T>(s + bh * r * n, r, n), ConstMat<T>(v.data() + bh * n * dh, n, dh), T(0),
+           Mat<T>(o.data() + (bh * n + i0) * dh, r, dh));
+  }
+}
+
+template <class T>
+void attention_scores(const Mat3<T>& s, const ConstMat3<T>& q, const ConstMat3<T>& k) {
+  require(s.extent(0) == q.extent(0) && s.extent(1) == q.extent(1) && s.extent(2) == k.extent(1),
+          "attention_scores: s must be [B*H, N, N]");
+  tile_scores(s.data(), q, k, 0, q.extent(1), T(1) / std::sqrt(T(q.extent(2))));
+}
+
+template <class T>
+void row_dot(T* out, const ConstMat3<T>& a, const ConstMat3<T>& b) {
+  const long rows = long(a.extent(0)) * long(a.extent(1)), dh = a.extent(2);
+  const T* pa = a.data();
+  const T* pb = b.data();
+  Kokkos::parallel_for(
+      "attnphys::attention_rowdot", Kokkos::RangePolicy<ExecSpace>(0, rows), KOKKOS_LAMBDA(long r) {
+        T s = 0;
+        for (long c = 0; c < dh; ++c) s += pa[r * dh + c] * pb[r * dh + c];
+        out[r] = s;
+      });
+}
+
+template <class T>
+void sdpa_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, const Mat<T>& d_rel_bias,
+                   const ConstMat3<T>& dout, const ConstMat3<T>& q, const ConstMat3<T>& k, const ConstMat3<T>& v,
+                   const ConstMat3<T>& o, const ConstMat3<T>& p, const ConstMat<T>& lse, const ScoreSpec<T>& spec,
+                   AttentionScratch<T>& ws) {
+  ScopedRegion region("attnphys::sdpa_backward");
+  const long nbh = q.extent(0), n = q.extent(1), dh = q.extent(2);
+  const bool dense = p.extent(0) != 0;
+  const T scale = T(1) / std::sqrt(T(dh));
+  const long rows = tile_rows(nbh, n, dense, ws.tile_budget);
+  T* rowdot = ws.ensure(ws.rowdot, nbh * n, "attnphys::attention_rowdot");
+  row_dot(rowdot, dout, o);
+  T* s = dense ? const_cast<T*>(p.data()) : ws.ensure(ws.tile, nbh * rows * n, "attnphys::attention_tile");
+  T* ds = ws.ensure(ws.dtile, nbh * rows * n, "attnphys::attention_dtile");
+  for (long i0 = 0; i0 < n; i0 += rows) {
+    const long r = std::min(rows, n - i0);
+    if (!dense) {
+      tile_scores(s, q, k, i0, r, scale);
+      tile_recompute(s, lse, i0, r, n, spec);
+    }
+    const T beta = i0 == 0 ? T(0) : T(1);
+    for (long bh = 0; bh < nbh; ++bh) {
+      ConstMat<T> dot(dout.data() + (bh * n + i0) * dh, r, dh);
+      gemm('N', 'T', T(1), dot, ConstMat<T>(v.data() + bh * n * dh, n, dh), T(0), Mat<T>(ds + bh * r * n, r, n));
+      gemm('T', 'N', T(1), ConstMat<T>(s + bh * r * n, r, n), dot, beta, Mat<T>(dv.data() + bh * n * dh, n, dh));
+    }
+    tile_softmax_backward(ds, s, rowdot, d_rel_bias, nbh, i0, r, n, spec);
+    for (long bh = 0; bh < nbh; ++bh) {
+      ConstMat<T> dst(ds + bh * r * n, r, n);
+      gemm('N', 'N', scale, dst, ConstMat<T>(k.data() + bh * n * dh, n, dh), T(0),
+           Mat<T>(dq.data() + (bh * n + i0) * dh, r, dh));
+      gemm('T', 'N', scale, dst, ConstMat<T>(q.data() + (bh * n + i0) * dh, r, dh), beta,
+           Mat<T>(dk.data() + bh * n * dh, n, dh));
+    }
+  }
+}
+
+template <class T>
+void sdpa_row(const Vec<T>& out, const ConstMat3<T>& q, const ConstMat3<T>& k, const ConstMat<T>& lse,
+              const ScoreSpec<T>& spec, long bh, long i) {
+  const long n = k.extent(1), dh = q.extent(2), heads = spec.heads, max_len = spec.max_len;
+  require(long(out.extent(0)) == n, "sdpa_row: output has ", out.extent(0), " entries, need ", n);
+  const T scale = T(1) / std::sqrt(T(dh));
+  const AttentionMask mask = spec.mask;
+  const ConstMat<T> bias = spec.rel_bias;
+  const bool has_bias = bias.extent(0) != 0;
+  Kokkos::parallel_for(
+      "attnphys::attention_row", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long j) {
+        T s = 0;
+        for (long c = 0; c < dh; ++c) s += q(bh, i, c) * k(bh, j, c);
+        s *= scale;
+        if (has_bias) s += bias(bh % heads, relative_index(i, j, n, max_len, mask.periodic));
+        const T l = lse(bh, i);
+        out(j) = mask.allowed(bh / heads, i, j, n) && l != Kokkos::reduction_identity<T>::max() ? math::exp(s - l) : T(0);
+      });
+}
+
+template <class T>
+void factored_forward(const Mat3<T>& o, const Mat3<T>& p, const ConstMat3<T>& v, const ConstMat<T>& alpha,
+                      const ScoreSpec<T>& spec) {
+  ScopedRegion region("attnphys::factored_forward");
+  const long nbh = v.extent(0), n = v.extent(1), heads = spec.heads, max_len = spec.max_len;
+  const AttentionMask mask = spec.mask;
+  Kokkos::parallel_for(
+      "attnphys::factored_forward", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<3>>({0, 0, 0}, {nbh, n, n}),
+      KOKKOS_LAMBDA(long bh, long i, long j) {
+        p(bh, i, j) = mask.allowed(bh / heads, i, j, n)
+                          ? alpha(bh % heads, relative_index(i, j, n, max_len, mask.periodic))
+                          : T(0);
+      });
+  batched_gemm('N', 'N', T(1), p, v, T(0), o);
+}
+
+template <class T>
+void factored_backward(const Mat3<T>& dv, const Mat<T>& d_alpha, const ConstMat3<T>& dout, const ConstMat3<T>& v,
+                       const ConstMat3<T>& p, const ScoreSpec<T>& spec, AttentionScratch<T>& ws) {
+  ScopedRegion region("attnphys::factored_backward");
+  const long nbh = v.extent(0), n = v.extent(1), heads = spec.heads, max_len = spec.max_len;
+  const AttentionMask mask = spec.mask;
+  Mat3<T> dp(ws.ensure(ws.dtile, nbh * n * n, "attnphys::attention_dtile"), nbh, n, n);
+  batched_gemm('N', 'T', T(1), dout, v, T(0), dp);
+  batched_gemm('T', 'N', T(1), p, dout, T(0), dv);
+  Kokkos::parallel_for(
+      "attnphys::factored_backward", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<3>>({0, 0, 0}, {nbh, n, n}),
+      KOKKOS_LAMBDA(long bh, long i, long j) {
+        if (mask.allowed(bh / heads, i, j, n))
+          Kokkos::atomic_add(&d_alpha(bh % heads, relative_index(i, j, n, max_len, mask.periodic)), dp(bh, i, j));
+      });
+}
+
+template <class T>
+void galerkin_forward(const Mat3<T>& o, const Mat3<T>& kv, const ConstMat3<T>& q, const ConstMat3<T>& kn,
+                      const ConstMat3<T>& vn) {
+  ScopedRegion region("attnphys::galerkin_forward");
+  const long n = q.extent(1);
+  batched_gemm('T', 'N', T(1), kn, vn, T(0), kv);
+  batched_gemm('N', 'N', T(1) / T(n), q, ConstMat3<T>(kv.data(), kv.extent(0), kv.extent(1), kv.extent(2)), T(0),
+               o);
+}
+
+template <class T>
+void galerkin_backward(const Mat3<T>& dq, const Mat3<T>& dkn, const Mat3<T>& dvn, const ConstMat3<T>& dout,
+                       const ConstMat3<T>& q, const ConstMat3<T>& kn, const ConstMat3<T>& vn,
+                       const ConstMat3<T>& kv, AttentionScratch<T>& ws) {
+  ScopedRegion region("attnphys::galerkin_backward");
+  const long nbh = q.extent(0), n = q.extent(1), dh = q.extent(2);
+  Mat3<T> dkv(ws.ensure(ws.dtile, nbh * dh * dh, "attnphys::attention_dtile"), nbh, dh, dh);
+  batched_gemm('N', 'T', T(1) / T(n), dout, kv, T(0), dq);
+  batched_gemm('T', 'N', T(1) / T(n), q, dout, T(0), dkv);
+  const ConstMat3<T> cdkv(dkv.data(), nbh, dh, dh);
+  batched_gemm('N', 'T', T(1), vn, cdkv, T(0), dkn);
+  batched_gemm('N', 'N', T(1), kn, cdkv, T(0), dvn);
+}
+
+template <class T>
+void split_heads(const Mat3<T>& out, const ConstMat<T>& in, long col0, long batch, long heads) {
+  const long n = out.extent(1), dh = out.extent(2);
+  require(long(out.extent(0)) == batch * heads && long(in.extent(0)) == batch * n &&
+              long(in.extent(1)) >= col0 + heads * dh,
+          "split_heads: shapes disagree");
+  Kokkos::parallel_for(
+      "attnphys::split_heads", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {batch * n, heads * dh}),
+      KOKKOS_LAMBDA(long t, long f) {
+        const long b = t / n, i = t % n, h = f / dh, c = f % dh;
+        out(b * heads + h, i, c) = in(t, col0 + f);
+      });
+}
+
+template <class T>
+void merge_heads(const Mat<T>& out, long col0, const ConstMat3<T>& in, long batch, long heads) {
+  const long n = in.extent(1), dh = in.extent(2);
+  require(long(in.extent(0)) == batch * heads && long(out.extent(0)) == batch * n &&
+              long(out.extent(1)) >= col0 + heads * dh,
+          "merge_heads: shapes disagree");
+  Kokkos::parallel_for(
+      "attnphys::merge_heads", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {batch * n, heads * dh}),
+      KOKKOS_LAMBDA(long t, long f) {
+        const long b = t / n, i = t % n, h = f / dh, c = f % dh;
+        out(t, col0 + f) = in(b * heads + h, i, c);
+      });
+}
+
+#define ATTNPHYS_INSTANTIATE_ATTENTION_CORE(T)                                                                   \
+  template struct AttentionScratch<T>;                                                                           \
+  template void sdpa_forward<T>(const Mat3<T>&, const Mat3<T>&, const Mat<T>&, const ConstMat3<T>&,              \
+                                const ConstMat3<T>&, const ConstMat3<T>&, const ScoreSpec<T>&,                   \
+                                AttentionScratch<T>&);                                                           \
+  template void sdpa_backward<T>(const Mat3<T>&, const Mat3<T>&, const Mat3<T>&, const Mat<T>&,                  \
+                                 const ConstMat3<T>&, const ConstMat3<T>&, const ConstMat3<T>&,                  \
+                                 const ConstMat3<T>&, const ConstMat3<T>&, const ConstMat3<T>&,                  \
+                                 const ConstMat<T>&, const ScoreSpec<T>&, AttentionScratch<T>&);                 \
+  template void attention_scores<T>(const Mat3<T>&, const ConstMat3<T>&, const ConstMat3<T>&);              \
+  template void sdpa_row<T>(const Vec<T>&, const ConstMat3<T>&, const ConstMat3<T>&, const ConstMat<T>&,         \
+                            const ScoreSpec<T>&, long, long);                                                    \
+  template void factored_forward<T>(const Mat3<T>&, const Mat3<T>&, const ConstMat3<T>&, const ConstMat<T>&,     \
+                                    const ScoreSpec<T>&);                                                        \
+  template void factored_backward<T>(const Mat3<T>&, const Mat<T>&, const ConstMat3<T>&, const ConstMat3<T>&,    \
+                                     const ConstMat3<T>&, const ScoreSpec<T>&, AttentionScratch<T>&);            \
+  template void galerkin_forward<T>(const Mat3<T>&, const Mat3<T>&, const ConstMat3<T>&, const ConstMat3<T>&,    \
+                                    const ConstMat3<T>&);                                                        \
+  template void galerkin_backward<T>(const Mat3<T>&, const Mat3<T>&, const Mat3<T>&, const ConstMat3<T>&,        \
+                                     const ConstMat3<T>&, const ConstMat3<T>&, const ConstMat3<T>&,              \
+                                     const ConstMat3<T>&, AttentionScratch<T>&);                                 \
+  template void split_heads<T>(const Mat3<T>&, const ConstMat<T>&, long, long, long);                            \
+  template void merge_heads<T>(const Mat<T>&, long, const ConstMat3<T>&, long, long);
+
+ATTNPHYS_INSTANTIATE_ATTENTION_CORE(float)
+ATTNPHYS_INSTANTIATE_ATTENTION_CORE(double)
+
+}  // namespace attnphys::ops

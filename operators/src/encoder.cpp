@@ -1,0 +1,241 @@
+#include "attnphys/operators/encoder.hpp"
+
+#include "attnphys/core/random.hpp"
+
+namespace attnphys::ops {
+
+void EncoderOptions::validate() const {
+  require(d_in >= 0, "encoder: d_in = ", d_in, " must be >= 0 (0: no input embedding)");
+  require(n_layers >= 0, "encoder: n_layers = ", n_layers, " must be >= 0");
+  require(positional == "none" || positional == "sinusoidal" || positional == "learned" || positional == "coords",
+          "encoder: positional '", positional, "' is unknown: use none, sinusoidal, learned or coords");
+  require(positional != "learned" || max_len > 0, "encoder: a learned positional encoding needs max_len > 0");
+  require(positional != "coords" || (coord_dim > 0 && coord_features > 0 && coord_sigma > 0),
+          "encoder: coordinate encodings need coord_dim > 0, coord_features > 0 and coord_sigma > 0");
+  require(ln_eps > 0, "encoder: ln_eps must be positive");
+  attention_options().validate();
+}
+
+AttentionOptions EncoderOptions::attention_options() const {
+  AttentionOptions a;
+  a.d_model = d_model;
+  a.n_heads = n_heads;
+  a.kind = attention;
+  a.causal = causal;
+  a.window = window;
+  a.periodic = periodic;
+  a.relative_bias = relative_bias;
+  a.max_len = max_len;
+  return a;
+}
+
+void EncoderOptions::declare(OptionSet& set, const std::string& s) {
+  set.add(s + ".d_in", &d_in, "input features per token (0: inputs already have d_model features)",
+          Range::non_negative());
+  set.add(s + ".d_model", &d_model, "token width", Range::at_least(1));
+  set.add(s + ".n_heads", &n_heads, "attention heads (must divide d_model)", Range::at_least(1));
+  set.add(s + ".n_layers", &n_layers, "transformer blocks", Range::non_negative());
+  set.add(s + ".d_ff", &d_ff, "feed-forward width (0: 4 * d_model)", Range::non_negative());
+  set.add(s + ".attention", &attention, "attention kind", {"dense", "tiled", "galerkin", "factored"});
+  set.add(s + ".causal", &causal, "attend only to earlier tokens");
+  set.add(s + ".window", &window, "local attention window |i - j| <= window (negative: global)");
+  set.add(s + ".periodic", &periodic, "ring distances for window, relative bias and factored weights");
+  set.add(s + ".relative_bias", &relative_bias, "learned per-head score bias b_h(i - j)");
+  set.add(s + ".max_len", &max_len, "longest sequence (learned encoding, relative tables)", Range::non_negative());
+  set.add(s + ".positional", &positional, "absolute positional information",
+          {"none", "sinusoidal", "learned", "coords"});
+  set.add(s + ".coord_dim", &coord_dim, "coordinates per token (positional = coords)", Range::non_negative());
+  set.add(s + ".coord_features", &coord_features, "random Fourier features of the coordinates",
+          Range::at_least(1));
+  set.add(s + ".coord_sigma", &coord_sigma, "frequency scale of the coordinate features", Range::positive());
+  set.add(s + ".coord_seed", &coord_seed, "seed of the random coordinate frequencies");
+  set.add(s + ".final_norm", &final_norm, "LayerNorm after the last block");
+  set.add(s + ".ln_eps", &ln_eps, "LayerNorm epsilon", Range::positive());
+}
+
+template <class T>
+Encoder<T>::Encoder(EncoderOptions options, std::string prefix) : opt_(std::move(options)), prefix_(std::move(prefix)) {
+  opt_.validate();
+  for (long l = 0; l < opt_.n_layers; ++l)
+    blocks_.emplace_back(opt_.attention_options(), opt_.ff_width(), prefix_ + "layers." + std::to_string(l) + ".",
+                         T(opt_.ln_eps));
+  if (opt_.positional == "coords") {
+    freqs_ = View2<T>("attnphys::coord_freqs", opt_.coord_features, opt_.coord_dim);
+    fill_normal(freqs_, std::uint64_t(opt_.coord_seed), 0, 0.0, opt_.coord_sigma);
+  }
+}
+
+template <class T>
+void Encoder<T>::declare(ParameterBuffer<T>& buf) {
+  require(plan_.empty(), "encoder: declare() was already called");
+  offset_ = buf.size();
+  const long d = opt_.d_model;
+  if (opt_.d_in > 0) declare_linear(buf, plan_, prefix_ + "embed.", d, opt_.d_in);
+  if (opt_.positional == "learned") {
+    buf.add(prefix_ + "pos_embed", {opt_.max_len, d}, false);
+    plan_.push_back({prefix_ + "pos_embed", InitSpec::Kind::Normal, 0.02});
+  }
+  if (opt_.positional == "coords") declare_linear(buf, plan_, prefix_ + "coord_proj.", d, 2 * opt_.coord_features);
+  for (const auto& b : blocks_) b.declare(buf, plan_);
+  if (opt_.final_norm) declare_layernorm(buf, plan_, prefix_ + "norm.", d);
+  count_ = buf.size() - offset_;
+}
+
+template <class T>
+void Encoder<T>::init(ParameterBuffer<T>& buf, std::uint64_t seed) const {
+  require(!plan_.empty() || count_ == 0, "encoder: declare() the parameters before init()");
+  init_parameters(buf, plan_, seed);
+}
+
+namespace {
+template <class T>
+void alloc2(View2<T>& v, long a, long b) {
+  if (long(v.extent(0)) != a || long(v.extent(1)) != b)
+    v = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::encoder")), a, b);
+}
+template <class T>
+void alloc1(View1<T>& v, long a) {
+  if (long(v.extent(0)) != a)
+    v = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::encoder")), a);
+}
+}  // namespace
+
+template <class T>
+void Encoder<T>::forward(const Mat<T>& y, EncoderCache<T>& c, const ConstMat<T>& x, long batch, long len,
+                         const ParameterBuffer<T>& params, const EncoderInputs<T>& in) const {
+  ScopedRegion region("attnphys::encoder_forward");
+  const long d = opt_.d_model, tokens = batch * len, width = opt_.d_in > 0 ? opt_.d_in : d;
+  require(batch > 0 && len > 0, "encoder: batch and length must be positive");
+  require(long(x.extent(0)) == tokens && long(x.extent(1)) == width, "encoder: input is ", x.extent(0), "x",
+          x.extent(1), ", expected ", tokens, "x", width, " (B*N tokens of ", width, " features)");
+  require(long(y.extent(0)) == tokens && long(y.extent(1)) == d, "encoder: output is ", y.extent(0), "x",
+          y.extent(1), ", expected ", tokens, "x", d);
+  require(opt_.positional != "learned" || len <= opt_.max_len, "encoder: length ", len, " exceeds max_len ",
+          opt_.max_len, " of the learned positional table");
+  c.batch = batch;
+  c.len = len;
+  c.key_mask = in.key_mask;
+  alloc2(c.input, tokens, width);
+  Kokkos::deep_copy(c.input, View2<const T>(x.data(), tokens, width));
+  if (c.acts.size() != std::size_t(opt_.n_layers + 1)) c.acts.resize(opt_.n_layers + 1);
+  if (c.blocks.size() != std::size_t(opt_.n_layers)) c.blocks.resize(opt_.n_layers);
+  for (auto& a : c.acts) alloc2(a, tokens, d);
+  alloc2(c.dres, tokens, d);
+
+  if (opt_.d_in > 0)
+    linear_forward<T>(c.acts[0], c.input, params.view2(prefix_ + "embed.weight"), params.view1(prefix_ + "embed.bias"));
+  else
+    Kokkos::deep_copy(c.acts[0], c.input);
+  if (opt_.positional == "sinusoidal") sinusoidal_forward<T>(c.acts[0], batch, len);
+  if (opt_.positional == "learned")
+    broadcast_add_forward<T>(c.acts[0], params.view2(prefix_ + "pos_embed"), batch, len);
+  if (opt_.positional == "coords") {
+    const long rows = in.coords.extent(0);
+    require(in.coords.extent(0) != 0 && long(in.coords.extent(1)) == opt_.coord_dim &&
+                (rows == len || rows == tokens),
+            "encoder: coordinate encoding needs coords of shape [N or B*N, ", opt_.coord_dim, "], got ",
+            in.coords.extent(0), "x", in.coords.extent(1));
+    c.coord_batch = rows / len;
+    alloc2(c.phi, rows, 2 * opt_.coord_features);
+    alloc2(c.coord_enc, rows, d);
+    alloc2(c.dcoord, rows, d);
+    fourier_features<T>(c.phi, in.coords, freqs_);
+    linear_forward<T>(c.coord_enc, c.phi, params.view2(prefix_ + "coord_proj.weight"),
+                      params.view1(prefix_ + "coord_proj.bias"));
+    broadcast_add_forward<T>(c.acts[0], c.coord_enc, rows == len ? batch : 1, rows);
+  }
+  for (long l = 0; l < opt_.n_layers; ++l)
+    blocks_[l].forward(c.acts[l + 1], c.blocks[l], c.acts[l], batch, len, params, in.key_mask, c.scratch);
+  if (opt_.final_norm) {
+    alloc1(c.norm_mean, tokens);
+    alloc1(c.norm_rstd, tokens);
+    layernorm_forward<T>(y, c.norm_mean, c.norm_rstd, c.acts[opt_.n_layers], params.view1(prefix_ + "norm.weight"),
+                         params.view1(prefix_ + "norm.bias"), T(opt_.ln_eps));
+  } else {
+    Kokkos::deep_copy(View2<T>(y.data(), tokens, d), c.acts[opt_.n_layers]);
+  }
+}
+
+template <class T>
+void Encoder<T>::backward(const Mat<T>& dx, EncoderCache<T>& c, const ConstMat<T>& dy,
+                          const ParameterBuffer<T>& params) const {
+  ScopedRegion region("attnphys::encoder_backward");
+  const long d = opt_.d_model, tokens = c.batch * c.len, L = opt_.n_layers;
+  require(c.batch > 0, "encoder backward: run forward first");
+  require(long(dy.extent(0)) == tokens && long(dy.extent(1)) == d, "encoder backward: dy is ", dy.extent(0), "x",
+          dy.extent(1), ", expected ", tokens, "x", d);
+  if (opt_.final_norm) {
+    Kokkos::deep_copy(c.dres, T(0));
+    layernorm_backward<T>(c.dres, params.view1(prefix_ + "norm.weight", Slot::Grads),
+                          params.view1(prefix_ + "norm.bias", Slot::Grads), dy, c.acts[L],
+                          params.view1(prefix_ + "norm.weight"), c.norm_mean, c.norm_rstd);
+  } else {
+    Kokkos::deep_copy(c.dres, View2<const T>(dy.data(), tokens, d));
+  }
+  for (long l = L - 1; l >= 0; --l) blocks_[l].backward(c.dres, c.blocks[l], c.acts[l], params, c.scratch);
+  if (opt_.positional == "learned")
+    broadcast_add_backward<T>(params.view2(prefix_ + "pos_embed", Slot::Grads), c.dres, c.batch, c.len);
+  if (opt_.positional == "coords") {
+    const long rows = c.phi.extent(0);
+    Kokkos::deep_copy(c.dcoord, T(0));
+    broadcast_add_backward<T>(c.dcoord, c.dres, tokens / rows, rows);
+    linear_backward<T>(Mat<T>(), params.view2(prefix_ + "coord_proj.weight", Slot::Grads),
+                       params.view1(prefix_ + "coord_proj.bias", Slot::Grads), c.dcoord, c.phi,
+                       params.view2(prefix_ + "coord_proj.weight"));
+  }
+  if (opt_.d_in > 0) {
+    linear_backward<T>(dx, params.view2(prefix_ + "embed.weight", Slot::Grads),
+                       params.view1(prefix_ + "embed.bias", Slot::Grads), c.dres, c.input,
+                       params.view2(prefix_ + "embed.weight"));
+  } else if (dx.extent(0) != 0) {
+    Kokkos::deep_copy(View2<T>(dx.data(), tokens, d), c.dres);
+  }
+}
+
+template <class T>
+void Encoder<T>::per_sample_gradients(const Mat<T>& jac, EncoderCache<T>& c, const ConstMat<T>& x,
+                                      const ConstMat<T>& dy, long batch, long len, ParameterBuffer<T>& params,
+                                      const EncoderInputs<T>& in) const {
+  ScopedRegion region("attnphys::per_sample_gradients");
+  const long d = opt_.d_model, width = x.extent(1);
+  require(long(jac.extent(0)) == batch && long(jac.extent(1)) == count_, "per_sample_gradients: jac is ",
+          jac.extent(0), "x", jac.extent(1), ", expected ", batch, "x", count_);
+  require(long(x.extent(0)) == batch * len && long(dy.extent(0)) == batch * len && long(dy.extent(1)) == d,
+          "per_sample_gradients: x and dy must have B*N = ", batch * len, " rows");
+  const auto range = std::make_pair(offset_, offset_ + count_);
+  auto grads = Kokkos::subview(params.grads(), range);
+  View1<T> saved("attnphys::saved_grads", count_);
+  Kokkos::deep_copy(saved, grads);
+  View2<T> y("attnphys::per_sample_y", len, d);
+  const bool shared_coords = in.coords.extent(0) != 0 && long(in.coords.extent(0)) == len;
+  for (long b = 0; b < batch; ++b) {
+    EncoderInputs<T> one;
+    if (in.coords.extent(0) != 0)
+      one.coords = shared_coords ? in.coords
+                                 : ConstMat<T>(in.coords.data() + b * len * in.coords.extent(1), len,
+                                               in.coords.extent(1));
+    if (in.key_mask.extent(0) != 0)
+      one.key_mask = Kokkos::subview(in.key_mask, std::make_pair(b, b + 1), Kokkos::ALL);
+    forward(y, c, ConstMat<T>(x.data() + b * len * width, len, width), 1, len, params, one);
+    Kokkos::deep_copy(grads, T(0));
+    backward(Mat<T>(), c, ConstMat<T>(dy.data() + b * len * d, len, d), params);
+    Kokkos::deep_copy(Kokkos::subview(jac, b, Kokkos::ALL), grads);
+  }
+  Kokkos::deep_copy(grads, saved);
+}
+
+template <class T>
+std::vector<T> Encoder<T>::attention_weights(const EncoderCache<T>& c, const ParameterBuffer<T>& params, long layer,
+                                             long sample, long head, long query) const {
+  require(layer >= 0 && layer < opt_.n_layers, "attention weights: layer ", layer, " out of range (", opt_.n_layers,
+          " layers)");
+  require(long(c.blocks.size()) == opt_.n_layers, "attention weights: run a forward pass first");
+  return blocks_[layer].attention().weights(c.blocks[layer].attn, params, sample, head, query);
+}
+
+template struct EncoderCache<float>;
+template struct EncoderCache<double>;
+template class Encoder<float>;
+template class Encoder<double>;
+
+}  // namespace attnphys::ops

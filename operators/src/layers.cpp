@@ -1,0 +1,202 @@
+#include "attnphys/operators/layers.hpp"
+
+namespace attnphys::ops {
+
+template <class T>
+void linear_forward(const Mat<T>& y, const ConstMat<T>& x, const ConstMat<T>& w, const ConstVec<T>& b) {
+  ScopedRegion region("attnphys::linear_forward");
+  const long m = y.extent(0), n = y.extent(1);
+  require(long(x.extent(0)) == m && long(w.extent(0)) == n && w.extent(1) == x.extent(1),
+          "linear_forward: y is ", m, "x", n, ", x is ", x.extent(0), "x", x.extent(1), ", w is ", w.extent(0), "x",
+          w.extent(1), " (w must be [out, in])");
+  require(b.extent(0) == 0 || long(b.extent(0)) == n, "linear_forward: bias has ", b.extent(0), " entries, need ", n);
+  if (b.extent(0) == 0) {
+    gemm('N', 'T', T(1), x, w, T(0), y);
+    return;
+  }
+  // Broadcast the bias first and let the gemm add onto it (beta = 1): one pass fewer over y.
+  Kokkos::parallel_for(
+      "attnphys::linear_forward", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {m, n}),
+      KOKKOS_LAMBDA(long i, long j) { y(i, j) = b(j); });
+  gemm('N', 'T', T(1), x, w, T(1), y);
+}
+
+template <class T>
+void linear_backward(const Mat<T>& dx, const Mat<T>& dw, const Vec<T>& db, const ConstMat<T>& dy,
+                     const ConstMat<T>& x, const ConstMat<T>& w, bool accumulate_dx) {
+  ScopedRegion region("attnphys::linear_backward");
+  const long m = dy.extent(0), n = dy.extent(1);
+  if (dx.extent(0) != 0) gemm('N', 'N', T(1), dy, w, accumulate_dx ? T(1) : T(0), dx);
+  gemm('T', 'N', T(1), dy, x, T(1), dw);
+  if (db.extent(0) != 0) {
+    require(long(db.extent(0)) == n, "linear_backward: db has ", db.extent(0), " entries, need ", n);
+    Kokkos::parallel_for(
+        "attnphys::linear_backward_bias", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long j) {
+          T s = 0;
+          for (long i = 0; i < m; ++i) s += dy(i, j);
+          db(j) += s;
+        });
+  }
+}
+
+template <class T>
+void layernorm_forward(const Mat<T>& y, const Vec<T>& mean, const Vec<T>& rstd, const ConstMat<T>& x,
+                       const ConstVec<T>& w, const ConstVec<T>& b, T eps) {
+  ScopedRegion region("attnphys::layernorm_forward");
+  const long m = x.extent(0), d = x.extent(1);
+  require(long(y.extent(0)) == m && long(y.extent(1)) == d && long(mean.extent(0)) == m &&
+              long(rstd.extent(0)) == m && long(w.extent(0)) == d && long(b.extent(0)) == d,
+          "layernorm_forward: shapes disagree (x is ", m, "x", d, ")");
+  Kokkos::parallel_for(
+      "attnphys::layernorm_forward", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(long i) {
+        T mu = 0;
+        for (long k = 0; k < d; ++k) mu += x(i, k);
+        mu /= T(d);
+        T var = 0;
+        for (long k = 0; k < d; ++k) {
+          const T c = x(i, k) - mu;
+          var += c * c;
+        }
+        const T r = T(1) / math::sqrt(var / T(d) + eps);
+        for (long k = 0; k < d; ++k) y(i, k) = (x(i, k) - mu) * r * w(k) + b(k);
+        mean(i) = mu;
+        rstd(i) = r;
+      });
+}
+
+template <class T>
+void layernorm_backward(const Mat<T>& dx, const Vec<T>& dw, const Vec<T>& db, const ConstMat<T>& dy,
+                        const ConstMat<T>& x, const ConstVec<T>& w, const ConstVec<T>& mean,
+                        const ConstVec<T>& rstd) {
+  ScopedRegion region("attnphys::layernorm_backward");
+  const long m = x.extent(0), d = x.extent(1);
+  if (dx.extent(0) != 0) {
+    Kokkos::parallel_for(
+        "attnphys::layernorm_backward", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(long i) {
+          const T mu = mean(i), r = rstd(i);
+          T s1 = 0, s2 = 0;  // means of g and g·xhat, with g = dy·w
+          for (long k = 0; k < d; ++k) {
+            const T g = dy(i, k) * w(k);
+            s1 += g;
+            s2 += g * (x(i, k) - mu) * r;
+          }
+          s1 /= T(d);
+          s2 /= T(d);
+          for (long k = 0; k < d; ++k) {
+            const T xh = (x(i, k) - mu) * r;
+            dx(i, k) += r * (dy(i, k) * w(k) - s1 - xh * s2);
+          }
+        });
+  }
+  Kokkos::parallel_for(
+      "attnphys::layernorm_backward_params", Kokkos::RangePolicy<ExecSpace>(0, d), KOKKOS_LAMBDA(long k) {
+        T sw = 0, sb = 0;
+        for (long i = 0; i < m; ++i) {
+          sw += dy(i, k) * (x(i, k) - mean(i)) * rstd(i);
+          sb += dy(i, k);
+        }
+        dw(k) += sw;
+        db(k) += sb;
+      });
+}
+
+template <class T>
+void gelu_forward(const Mat<T>& y, const ConstMat<T>& x) {
+  ScopedRegion region("attnphys::gelu_forward");
+  const long n = long(x.extent(0)) * long(x.extent(1));
+  T* py = y.data();
+  const T* px = x.data();
+  Kokkos::parallel_for(
+      "attnphys::gelu_forward", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long i) {
+        const T v = px[i];
+        py[i] = T(0.5) * v * (T(1) + math::erf(v * T(0.70710678118654752440)));
+      });
+}
+
+template <class T>
+void gelu_backward(const Mat<T>& dx, const ConstMat<T>& dy, const ConstMat<T>& x) {
+  ScopedRegion region("attnphys::gelu_backward");
+  const long n = long(x.extent(0)) * long(x.extent(1));
+  T* pdx = dx.data();
+  const T* pdy = dy.data();
+  const T* px = x.data();
+  Kokkos::parallel_for(
+      "attnphys::gelu_backward", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long i) {
+        const T v = px[i];
+        const T cdf = T(0.5) * (T(1) + math::erf(v * T(0.70710678118654752440)));
+        const T pdf = T(0.39894228040143267794) * math::exp(T(-0.5) * v * v);
+        pdx[i] = pdy[i] * (cdf + v * pdf);
+      });
+}
+
+template <class T>
+void softmax_forward(const Mat<T>& y, const ConstMat<T>& x) {
+  ScopedRegion region("attnphys::softmax_forward");
+  const long m = x.extent(0), n = x.extent(1);
+  Kokkos::parallel_for(
+      "attnphys::softmax_forward", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(long i) {
+        T mx = x(i, 0);
+        for (long j = 1; j < n; ++j) mx = x(i, j) > mx ? x(i, j) : mx;
+        T s = 0;
+        for (long j = 0; j < n; ++j) {
+          const T e = math::exp(x(i, j) - mx);
+          y(i, j) = e;
+          s += e;
+        }
+        const T inv = T(1) / s;
+        for (long j = 0; j < n; ++j) y(i, j) *= inv;
+      });
+}
+
+template <class T>
+void softmax_backward(const Mat<T>& dx, const ConstMat<T>& dy, const ConstMat<T>& y) {
+  ScopedRegion region("attnphys::softmax_backward");
+  const long m = y.extent(0), n = y.extent(1);
+  Kokkos::parallel_for(
+      "attnphys::softmax_backward", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(long i) {
+        T dot = 0;
+        for (long j = 0; j < n; ++j) dot += dy(i, j) * y(i, j);
+        for (long j = 0; j < n; ++j) dx(i, j) = y(i, j) * (dy(i, j) - dot);
+      });
+}
+
+template <class T>
+void residual_forward(const Mat<T>& y, const ConstMat<T>& a, const ConstMat<T>& b) {
+  const long n = long(a.extent(0)) * long(a.extent(1));
+  T* py = y.data();
+  const T* pa = a.data();
+  const T* pb = b.data();
+  Kokkos::parallel_for(
+      "attnphys::residual_forward", Kokkos::RangePolicy<ExecSpace>(0, n),
+      KOKKOS_LAMBDA(long i) { py[i] = pa[i] + pb[i]; });
+}
+
+template <class T>
+void add_inplace(const Mat<T>& y, const ConstMat<T>& x) {
+  const long n = long(x.extent(0)) * long(x.extent(1));
+  T* py = y.data();
+  const T* px = x.data();
+  Kokkos::parallel_for(
+      "attnphys::add_inplace", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long i) { py[i] += px[i]; });
+}
+
+#define ATTNPHYS_INSTANTIATE_LAYERS(T)                                                                          \
+  template void linear_forward<T>(const Mat<T>&, const ConstMat<T>&, const ConstMat<T>&, const ConstVec<T>&);   \
+  template void linear_backward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&, const ConstMat<T>&,             \
+                                   const ConstMat<T>&, const ConstMat<T>&, bool);                               \
+  template void layernorm_forward<T>(const Mat<T>&, const Vec<T>&, const Vec<T>&, const ConstMat<T>&,           \
+                                     const ConstVec<T>&, const ConstVec<T>&, T);                                \
+  template void layernorm_backward<T>(const Mat<T>&, const Vec<T>&, const Vec<T>&, const ConstMat<T>&,          \
+                                      const ConstMat<T>&, const ConstVec<T>&, const ConstVec<T>&,               \
+                                      const ConstVec<T>&);                                                      \
+  template void gelu_forward<T>(const Mat<T>&, const ConstMat<T>&);                                             \
+  template void gelu_backward<T>(const Mat<T>&, const ConstMat<T>&, const ConstMat<T>&);                        \
+  template void softmax_forward<T>(const Mat<T>&, const ConstMat<T>&);                                          \
+  template void softmax_backward<T>(const Mat<T>&, const ConstMat<T>&, const ConstMat<T>&);                     \
+  template void residual_forward<T>(const Mat<T>&, const ConstMat<T>&, const ConstMat<T>&);                     \
+  template void add_inplace<T>(const Mat<T>&, const ConstMat<T>&);
+
+ATTNPHYS_INSTANTIATE_LAYERS(float)
+ATTNPHYS_INSTANTIATE_LAYERS(double)
+
+}  // namespace attnphys::ops
