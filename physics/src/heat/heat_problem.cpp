@@ -1,0 +1,105 @@
+#include "attnphys/physics/heat/heat_problem.hpp"
+
+#include <cmath>
+
+namespace attnphys::heat {
+
+BcType parse_bc_type(const std::string& name) {
+  if (name == "periodic") return BcType::Periodic;
+  if (name == "dirichlet") return BcType::Dirichlet;
+  if (name == "neumann") return BcType::Neumann;
+  fail("unknown boundary type '", name, "': use periodic, dirichlet or neumann");
+}
+
+std::string to_string(BcType t) {
+  switch (t) {
+    case BcType::Periodic: return "periodic";
+    case BcType::Dirichlet: return "dirichlet";
+    case BcType::Neumann: return "neumann";
+  }
+  return "?";
+}
+
+FaceMean parse_face_mean(const std::string& name) {
+  if (name == "harmonic") return FaceMean::Harmonic;
+  if (name == "arithmetic") return FaceMean::Arithmetic;
+  fail("unknown face mean '", name, "': use harmonic or arithmetic");
+}
+
+Grid Grid::make(int dim, std::array<long, 3> n, std::array<double, 3> h) {
+  require(dim >= 1 && dim <= 3, "the heat problem is 1D, 2D or 3D; got dim = ", dim);
+  Grid g;
+  g.dim = dim;
+  for (int a = 0; a < 3; ++a) {
+    g.n[a] = a < dim ? n[a] : 1;
+    g.h[a] = a < dim ? h[a] : 1.0;
+  }
+  return g;
+}
+
+void HeatProblem::validate() const {
+  static const char* axis_name[3] = {"x", "y", "z"};
+  require(grid.dim >= 1 && grid.dim <= 3, "the heat problem is 1D, 2D or 3D; got dim = ", grid.dim);
+  for (int a = 0; a < 3; ++a) {
+    if (a >= grid.dim) {
+      require(grid.n[a] == 1, "axis ", axis_name[a], " is unused in ", grid.dim, "D and must have 1 cell, got ",
+              grid.n[a]);
+      continue;
+    }
+    require(grid.n[a] >= 1, "the grid has ", grid.n[a], " cells along ", axis_name[a],
+            ": every axis needs at least 1 cell");
+    require(std::isfinite(grid.h[a]) && grid.h[a] > 0, "cell width along ", axis_name[a],
+            " must be positive and finite, got ", grid.h[a]);
+    const bool p0 = bc[a][0].type == BcType::Periodic, p1 = bc[a][1].type == BcType::Periodic;
+    require(p0 == p1, "axis ", axis_name[a], ": periodic must be set on both sides or neither");
+    require(!p0 || grid.n[a] >= 3, "periodic axis ", axis_name[a], " needs at least 3 cells, got ", grid.n[a]);
+    for (int s = 0; s < 2; ++s)
+      require(bc[a][s].fn || std::isfinite(bc[a][s].value), "boundary value on axis ", axis_name[a], " side ", s,
+              " is not finite");
+  }
+  require(std::isfinite(kappa) && kappa >= 0, "diffusivity kappa must be finite and non-negative, got ", kappa);
+  if (variable_kappa()) {
+    const auto e = spatial_extents();
+    require(long(kappa_field.extent(0)) == e[0] && long(kappa_field.extent(1)) == e[1] &&
+                long(kappa_field.extent(2)) == e[2],
+            "kappa field has shape (", kappa_field.extent(0), ", ", kappa_field.extent(1), ", ",
+            kappa_field.extent(2), "), the grid needs (", e[0], ", ", e[1], ", ", e[2], ") (z, y, x)");
+    const auto k = kappa_field;
+    long bad = 0;
+    Kokkos::parallel_reduce(
+        "attnphys::heat_validate_kappa", Kokkos::RangePolicy<ExecSpace>(0, k.size()),
+        KOKKOS_LAMBDA(const long i, long& b) {
+          const double v = k.data()[i];
+          if (!(v >= 0.0) || !math::isfinite(v)) ++b;  // catches NaN too
+        },
+        bad);
+    require(bad == 0, "kappa field has ", bad, " negative, NaN or infinite value(s): diffusivity must be >= 0");
+  }
+}
+
+double HeatProblem::kappa_max() const {
+  if (!variable_kappa()) return kappa;
+  const auto k = kappa_field;
+  double m = 0.0;
+  Kokkos::parallel_reduce(
+      "attnphys::heat_kappa_max", Kokkos::RangePolicy<ExecSpace>(0, k.size()),
+      KOKKOS_LAMBDA(const long i, double& v) { v = math::fmax(v, k.data()[i]); }, Kokkos::Max<double>(m));
+  return m;
+}
+
+void HeatProblem::set_all_boundaries(const BoundaryCondition& b) {
+  for (int a = 0; a < grid.dim; ++a) bc[a][0] = bc[a][1] = b;
+}
+
+HeatProblem make_problem(int dim, std::array<long, 3> n, std::array<double, 3> h, double kappa,
+                         const std::string& bc) {
+  HeatProblem p;
+  p.grid = Grid::make(dim, n, h);
+  p.kappa = kappa;
+  const BcType t = parse_bc_type(bc);
+  p.set_all_boundaries(BoundaryCondition{t, 0.0, {}});
+  p.validate();
+  return p;
+}
+
+}  // namespace attnphys::heat

@@ -1,0 +1,77 @@
+#pragma once
+// The finite-volume discretisation of u_t = ∇·(κ∇u) + f on the device, split by axis for the splitting schemes:
+//
+//   du/dt = Σ_a L_a u + G(t),   (L_a u)_i = c_{i+1}(u_{i+1} - u_i) - c_i(u_i - u_{i-1})   along axis a,
+//
+// with face coefficients c = κ_face / h_a² (conventions in physics/heat/heat_problem.hpp). L_a is linear and
+// homogeneous: a Dirichlet side has c = 2κ_cell/h² (the face is half a cell from the centre) and a zero ghost value,
+// a Neumann side has c = 0; the boundary data and the source live in the forcing G(t) = b(t) + f(t), which is
+// non-zero only in boundary cells when there is no source. G is evaluated on the host (boundary and source
+// functions are host callables) and copied once per time level; it is computed once when nothing depends on time.
+//
+// States are View3 (n0, n1, nx), x contiguous: (batch, 1, nx) in 1D, (batch, ny, nx) in 2D, (nz, ny, nx) in 3D.
+// Coefficients, forcing and line factorisations have the spatial shape (1 or nz, 1 or ny, nx) and are shared by
+// every sample of a batch; each sample's arithmetic does not depend on the batch it is in.
+#include <array>
+
+#include "attnphys/core/views.hpp"
+#include "attnphys/physics/heat/heat_problem.hpp"
+
+namespace attnphys::fd {
+
+class HeatOperator {
+ public:
+  explicit HeatOperator(const heat::HeatProblem& problem);
+
+  const heat::HeatProblem& problem() const { return p_; }
+  int dim() const { return p_.grid.dim; }
+  // Spatial extents (nz or 1, ny or 1, nx).
+  std::array<long, 3> spatial() const { return p_.spatial_extents(); }
+
+  // Largest FTCS step for which every update is a convex combination of old values: 1 / max_cell Σ_faces c.
+  // It is the stability limit Σ_a κ Δt/Δx_a² ≤ 1/2 for periodic and Neumann boundaries; next to a Dirichlet side it
+  // is 2/3 of that per axis (the boundary face is half a cell away), which also keeps the maximum principle.
+  double ftcs_limit() const { return ftcs_limit_; }
+
+  bool has_forcing() const { return has_forcing_; }
+  bool forcing_time_dependent() const { return forcing_time_dependent_; }
+  // G(t) into g (spatial shape). Cheap when G does not depend on time (a copy of the cached field).
+  void forcing(double t, const View3<double>& g) const;
+
+  // out = x + Σ_a s[a]·L_a y + g1·G1 + g2·G2. out may alias x (not y). G1, G2 may be empty views when g1, g2 are 0.
+  void combine(const View3<double>& out, const View3<double>& x, const View3<double>& y, std::array<double, 3> s,
+               double g1, const View3<double>& G1, double g2, const View3<double>& G2) const;
+
+  // rhs ← (I - s·L_axis)⁻¹ rhs on every line of the axis: a Thomas solve per line (Sherman–Morrison for periodic
+  // axes), with the factorisation for this s cached.
+  void solve_lines(int axis, double s, const View3<double>& rhs);
+
+  // Face coefficients c = κ_face/h² of an axis, extent n+1 along it (empty for unused axes).
+  const View3<double>& face_coefficients(int axis) const { return cf_[axis]; }
+
+  // Kernel launchers (public only because CUDA lambdas may not live in private member functions).
+  template <bool VariableKappa>
+  void combine_kernel(const View3<double>& out, const View3<double>& x, const View3<double>& y,
+                      std::array<double, 3> s, double g1, const View3<double>& G1, double g2,
+                      const View3<double>& G2) const;
+  void factor_lines(int axis, double s);
+
+ private:
+  heat::HeatProblem p_;
+  std::array<View3<double>, 3> cf_;          // face coefficients per axis
+  std::array<double, 3> c_{}, clo_{}, chi_{};  // constant-κ coefficients: interior, low face, high face
+  View1<double> zero_;                        // a zero row standing in for ghost rows and unused axes
+  double ftcs_limit_ = 0;
+  bool has_forcing_ = false, forcing_time_dependent_ = false;
+  View3<double> forcing_cache_;
+  HostView3<double> forcing_host_;
+  std::array<HostView3<double>, 3> cf_host_;
+  struct LineFactor {
+    double s = -1;
+    View1<double> low, cp, invd, z;  // per cell (spatial)
+    View1<double> vlast, fact;       // per line (periodic only)
+  };
+  std::array<LineFactor, 3> factor_;
+};
+
+}  // namespace attnphys::fd

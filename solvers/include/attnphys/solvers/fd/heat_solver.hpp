@@ -1,0 +1,89 @@
+#pragma once
+// Time stepping for the heat problem (physics/heat/heat_problem.hpp) on the device.
+//
+//   ftcs — forward Euler on the finite-volume operator: first order in time, second in space. A step above
+//          HeatOperator::ftcs_limit() is refused (the message gives the limit) unless substep is set, in which
+//          case it is split into equal stable sub-steps.
+//   cn   — Crank–Nicolson, 1D only: one batched tridiagonal solve per step; second order in time and space.
+//   adi  — 1D: Crank–Nicolson. 2D: Peaceman–Rachford (an x-implicit then a y-implicit half step, forcing at the
+//          mid-point). 3D: Douglas with θ = 1/2 (an explicit predictor, then x-, y- and z-implicit corrections).
+//          Second order in time and space; unconditionally stable.
+// Every implicit stage is a batch of independent tridiagonal line solves run in parallel (one line per thread,
+// factorised once per step size).
+//
+// States are View3 (n0, n1, nx) with x contiguous: (batch, 1, nx) in 1D, (batch, ny, nx) in 2D, (nz, ny, nx) in
+// 3D. A batch of samples shares the problem (κ, boundaries, source) and is advanced together; each sample's
+// numbers do not depend on the batch it is in.
+#include <string>
+#include <vector>
+
+#include "attnphys/core/options.hpp"
+#include "attnphys/solvers/fd/heat_operator.hpp"
+
+namespace attnphys::fd {
+
+enum class Method { Ftcs, CrankNicolson, Adi };
+Method parse_method(const std::string& name);  // "ftcs" | "cn" | "adi"
+std::string to_string(Method m);
+
+class HeatStepper {
+ public:
+  HeatStepper(const heat::HeatProblem& problem, Method method, bool substep = false);
+
+  const HeatOperator& op() const { return op_; }
+  Method method() const { return method_; }
+  double ftcs_limit() const { return op_.ftcs_limit(); }
+
+  // A zero state for `batch` samples (batch must be 1 in 3D).
+  View3<double> make_state(long batch = 1) const;
+  // Refuses a state whose shape does not fit the grid, naming both shapes.
+  void check_state(const View3<double>& u) const;
+
+  // One step from t to t + dt, in place.
+  void step(const View3<double>& u, double t, double dt);
+  // From t0 to t1 in the fewest equal steps not longer than dt_max; returns the number of steps taken.
+  long advance(const View3<double>& u, double t0, double t1, double dt_max);
+
+ private:
+  HeatOperator op_;
+  Method method_;
+  bool substep_;
+  View3<double> tmp_, G1_, G2_;
+  void ensure_work(const View3<double>& u);
+  void ftcs_step(const View3<double>& in, const View3<double>& out, double t, double dt);
+};
+
+// A step for which the time error stays below the space error. FTCS: a quarter of its limit. CN/ADI: the
+// step at which the Crank–Nicolson error of the data's dominant wavenumber k (from the Rayleigh quotient
+// |∇u0|²/|u0 - mean|²) equals the spatial error, dt = h_min/(2 κ_max k), at least the FTCS limit; at most t_end.
+double auto_dt(const HeatStepper& stepper, const View3<double>& u0, double t_end);
+
+struct HeatSolveOptions {
+  Method method = Method::Adi;
+  double dt = 0.0;                  // 0: auto_dt
+  bool substep = false;             // FTCS: split too-large steps instead of refusing them
+  std::vector<double> snapshot_times;  // increasing, within [0, t_end]
+};
+
+struct HeatSolution {
+  View3<double> u;                       // the state at t_end
+  std::vector<double> times;             // snapshot times
+  std::vector<View3<double>> snapshots;  // one state per snapshot time
+  long steps = 0;
+  double dt = 0.0;                       // the step asked for (steps may be shortened to land on the times)
+};
+
+// Advances u0 (not modified) from t = 0 to t_end.
+HeatSolution solve(const heat::HeatProblem& problem, const View3<double>& u0, double t_end,
+                   const HeatSolveOptions& options = {});
+
+// The solver section of configuration files and --set (attnphys heat solve / dataset).
+struct HeatSolverOptions {
+  std::string method = "adi";
+  double dt = 0.0;
+  bool substep = false;
+  void declare(OptionSet& set, const std::string& section = "solver");
+  HeatSolveOptions to_solve_options() const;
+};
+
+}  // namespace attnphys::fd

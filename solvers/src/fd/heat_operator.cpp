@@ -1,0 +1,371 @@
+#include "attnphys/solvers/fd/heat_operator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace attnphys::fd {
+
+using heat::BcType;
+
+namespace {
+
+double face_mean(heat::FaceMean m, double a, double b) {
+  if (m == heat::FaceMean::Arithmetic) return 0.5 * (a + b);
+  return a + b > 0 ? 2.0 * a * b / (a + b) : 0.0;
+}
+
+}  // namespace
+
+HeatOperator::HeatOperator(const heat::HeatProblem& problem) : p_(problem) {
+  ScopedRegion region("attnphys::heat_operator_setup");
+  p_.validate();
+  const auto& g = p_.grid;
+  const auto e = spatial();  // (nz, ny, nx)
+  HostView3<double> kh("kappa_host", e[0], e[1], e[2]);
+  if (p_.variable_kappa())
+    Kokkos::deep_copy(kh, p_.kappa_field);
+  else
+    Kokkos::deep_copy(kh, p_.kappa);
+  auto kap = [&](int axis, long m, long kz, long jy, long i) {  // κ of cell m along axis, other coordinates given
+    return axis == 0 ? kh(kz, jy, m) : axis == 1 ? kh(kz, m, i) : kh(m, jy, i);
+  };
+
+  for (int a = 0; a < g.dim; ++a) {
+    const long n = g.n[a];
+    const double inv_h2 = 1.0 / (g.h[a] * g.h[a]);
+    const bool per = p_.periodic(a);
+    HostView3<double> cf("cf_host", a == 2 ? n + 1 : e[0], a == 1 ? n + 1 : e[1], a == 0 ? n + 1 : e[2]);
+    // Loop over the lines of this axis (the two other coordinates) and the faces along each.
+    const long lz = a == 2 ? 1 : e[0], ly = a == 1 ? 1 : e[1], lx = a == 0 ? 1 : e[2];
+    for (long kz = 0; kz < lz; ++kz)
+      for (long jy = 0; jy < ly; ++jy)
+        for (long i = 0; i < lx; ++i) {
+          auto face = [&](long m) -> double& { return a == 0 ? cf(kz, jy, m) : a == 1 ? cf(kz, m, i) : cf(m, jy, i); };
+          for (long m = 1; m < n; ++m)
+            face(m) = face_mean(p_.face_mean, kap(a, m - 1, kz, jy, i), kap(a, m, kz, jy, i)) * inv_h2;
+          if (per) {
+            face(0) = face(n) = face_mean(p_.face_mean, kap(a, n - 1, kz, jy, i), kap(a, 0, kz, jy, i)) * inv_h2;
+          } else {
+            auto boundary = [&](int side, long m) {
+              return p_.bc[a][side].type == BcType::Dirichlet ? 2.0 * kap(a, m, kz, jy, i) * inv_h2 : 0.0;
+            };
+            face(0) = boundary(0, 0);
+            face(n) = boundary(1, n - 1);
+          }
+        }
+    cf_host_[a] = cf;
+    cf_[a] = View3<double>("attnphys::heat_face_coefficients", cf.extent(0), cf.extent(1), cf.extent(2));
+    Kokkos::deep_copy(cf_[a], cf);
+    c_[a] = p_.kappa * inv_h2;
+    auto side_c = [&](int side) {
+      return per ? c_[a] : p_.bc[a][side].type == BcType::Dirichlet ? 2.0 * c_[a] : 0.0;
+    };
+    clo_[a] = side_c(0);
+    chi_[a] = side_c(1);
+  }
+  zero_ = View1<double>("attnphys::heat_zero_row", std::max<long>(e[2] + 1, 1));
+
+  // FTCS limit: largest Σ_faces c over the cells.
+  double worst = 0.0;
+  for (long kz = 0; kz < e[0]; ++kz)
+    for (long jy = 0; jy < e[1]; ++jy)
+      for (long i = 0; i < e[2]; ++i) {
+        double sum = cf_host_[0](kz, jy, i) + cf_host_[0](kz, jy, i + 1);
+        if (g.dim >= 2) sum += cf_host_[1](kz, jy, i) + cf_host_[1](kz, jy + 1, i);
+        if (g.dim >= 3) sum += cf_host_[2](kz, jy, i) + cf_host_[2](kz + 1, jy, i);
+        worst = std::max(worst, sum);
+      }
+  ftcs_limit_ = worst > 0 ? 1.0 / worst : std::numeric_limits<double>::infinity();
+
+  has_forcing_ = bool(p_.source);
+  forcing_time_dependent_ = bool(p_.source);
+  for (int a = 0; a < g.dim; ++a)
+    for (int s = 0; s < 2; ++s) {
+      const auto& b = p_.bc[a][s];
+      if (b.type == BcType::Periodic) continue;
+      if (b.fn) has_forcing_ = forcing_time_dependent_ = true;
+      if (b.value != 0.0) has_forcing_ = true;
+    }
+  if (has_forcing_) {
+    forcing_host_ = HostView3<double>("forcing_host", e[0], e[1], e[2]);
+    if (!forcing_time_dependent_) {
+      forcing_cache_ = View3<double>("attnphys::heat_forcing", e[0], e[1], e[2]);
+      forcing_time_dependent_ = true;  // let forcing() evaluate once
+      forcing(0.0, forcing_cache_);
+      forcing_time_dependent_ = false;
+    }
+  }
+}
+
+void HeatOperator::forcing(double t, const View3<double>& out) const {
+  const auto e = spatial();
+  require(long(out.extent(0)) == e[0] && long(out.extent(1)) == e[1] && long(out.extent(2)) == e[2],
+          "forcing: output view has the wrong shape");
+  if (!has_forcing_) {
+    Kokkos::deep_copy(out, 0.0);
+    return;
+  }
+  if (!forcing_time_dependent_) {
+    Kokkos::deep_copy(out, forcing_cache_);
+    return;
+  }
+  ScopedRegion region("attnphys::heat_forcing");
+  const auto& g = p_.grid;
+  auto& f = forcing_host_;
+  const std::array<long, 3> n = g.n;
+  for (long kz = 0; kz < e[0]; ++kz)
+    for (long jy = 0; jy < e[1]; ++jy)
+      for (long i = 0; i < e[2]; ++i) {
+        const double x = p_.coord(0, i), y = g.dim >= 2 ? p_.coord(1, jy) : 0.0,
+                     z = g.dim >= 3 ? p_.coord(2, kz) : 0.0;
+        double v = p_.source ? p_.source(x, y, z, t) : 0.0;
+        const long idx[3] = {i, jy, kz};
+        for (int a = 0; a < g.dim; ++a) {
+          if (p_.periodic(a)) continue;
+          for (int s = 0; s < 2; ++s) {
+            if (idx[a] != (s == 0 ? 0 : n[a] - 1)) continue;
+            const auto& b = p_.bc[a][s];
+            double pos[3] = {x, y, z};
+            pos[a] = s == 0 ? 0.0 : g.length(a);
+            const double data = b.at(pos[0], pos[1], pos[2], t);
+            if (b.type == BcType::Neumann) {
+              v += data / g.h[a];
+            } else {
+              const long m = s == 0 ? 0 : n[a];
+              const auto& cf = cf_host_[a];
+              const double c = a == 0 ? cf(kz, jy, m) : a == 1 ? cf(kz, m, i) : cf(m, jy, i);
+              v += c * data;
+            }
+          }
+        }
+        f(kz, jy, i) = v;
+      }
+  Kokkos::deep_copy(out, f);
+}
+
+void HeatOperator::combine(const View3<double>& out, const View3<double>& x, const View3<double>& y,
+                           std::array<double, 3> s, double g1, const View3<double>& G1, double g2,
+                           const View3<double>& G2) const {
+  ScopedRegion region("attnphys::heat_combine");
+  if (p_.variable_kappa())
+    combine_kernel<true>(out, x, y, s, g1, G1, g2, G2);
+  else
+    combine_kernel<false>(out, x, y, s, g1, G1, g2, G2);
+}
+
+template <bool Var>
+void HeatOperator::combine_kernel(const View3<double>& out, const View3<double>& x, const View3<double>& y,
+                                  std::array<double, 3> s, double g1, const View3<double>& G1, double g2,
+                                  const View3<double>& G2) const {
+  const int dim = p_.grid.dim;
+  const long n0 = y.extent(0), n1 = y.extent(1), nx = y.extent(2);
+  const long ny_s = spatial()[1];
+  const bool perx = p_.periodic(0), pery = dim >= 2 && p_.periodic(1), perz = dim >= 3 && p_.periodic(2);
+  const bool use_y = dim >= 2 && s[1] != 0.0, use_z = dim >= 3 && s[2] != 0.0;
+  const double sx = s[0], sy = s[1], sz = s[2];
+  const double ax = sx * c_[0], axlo = sx * clo_[0], axhi = sx * chi_[0];
+  const double ay = sy * c_[1], aylo = sy * clo_[1], ayhi = sy * chi_[1];
+  const double az = sz * c_[2], azlo = sz * clo_[2], azhi = sz * chi_[2];
+  const auto cfx = cf_[0], cfy = cf_[1], cfz = cf_[2];
+  const double* zero = zero_.data();
+  const double* yd = y.data();
+  const double* xd = x.data();
+  double* od = out.data();
+  const double* G1d = (g1 != 0.0 && G1.size() > 0) ? G1.data() : nullptr;
+  const double* G2d = (g2 != 0.0 && G2.size() > 0) ? G2.data() : nullptr;
+  const bool with_g = G1d || G2d;
+  using Member = Kokkos::TeamPolicy<ExecSpace>::member_type;
+  Kokkos::parallel_for(
+      "attnphys::heat_combine", Kokkos::TeamPolicy<ExecSpace>(n0 * n1, Kokkos::AUTO),
+      KOKKOS_LAMBDA(const Member& team) {
+        const long r = team.league_rank();
+        const long k = r / n1, j = r - (r / n1) * n1;
+        const long kz = dim == 3 ? k : 0, jy = dim >= 2 ? j : 0;
+        const long off = r * nx, soff = (kz * ny_s + jy) * nx;
+        const double* yr = yd + off;
+        const double* xr = xd + off;
+        double* o = od + off;
+        const double* g1r = G1d ? G1d + soff : zero;
+        const double* g2r = G2d ? G2d + soff : zero;
+        // Neighbour rows across y and z: the adjacent row, the wrapped one, or a zero ghost row; with their
+        // coefficients (scalars for constant κ, face rows for variable κ).
+        const double *ym = zero, *yq = zero, *zm = zero, *zq = zero;
+        double bym = 0, byq = 0, bzm = 0, bzq = 0;
+        const double *cxr = zero, *cym = zero, *cyq = zero, *czm = zero, *czq = zero;
+        if constexpr (Var) cxr = &cfx(kz, jy, 0);
+        if (use_y) {
+          ym = j > 0 ? yr - nx : (pery ? yr + (n1 - 1) * nx : zero);
+          yq = j < n1 - 1 ? yr + nx : (pery ? yr - (n1 - 1) * nx : zero);
+          if constexpr (Var) {
+            cym = &cfy(kz, jy, 0);
+            cyq = &cfy(kz, jy + 1, 0);
+          } else {
+            bym = j > 0 ? ay : aylo;
+            byq = j < n1 - 1 ? ay : ayhi;
+          }
+        }
+        if (use_z) {
+          const long plane = n1 * nx;
+          zm = k > 0 ? yr - plane : (perz ? yr + (n0 - 1) * plane : zero);
+          zq = k < n0 - 1 ? yr + plane : (perz ? yr - (n0 - 1) * plane : zero);
+          if constexpr (Var) {
+            czm = &cfz(k, j, 0);
+            czq = &cfz(k + 1, j, 0);
+          } else {
+            bzm = k > 0 ? az : azlo;
+            bzq = k < n0 - 1 ? az : azhi;
+          }
+        }
+        auto cell = [&](const long i, const double ul, const double ur, const double cl, const double cr) {
+          const double uc = yr[i];
+          double v = cr * (ur - uc) - cl * (uc - ul);
+          if constexpr (Var) {
+            v += sy * (cyq[i] * (yq[i] - uc) - cym[i] * (uc - ym[i])) +
+                 sz * (czq[i] * (zq[i] - uc) - czm[i] * (uc - zm[i]));
+          } else {
+            v += byq * (yq[i] - uc) - bym * (uc - ym[i]) + bzq * (zq[i] - uc) - bzm * (uc - zm[i]);
+          }
+          v += xr[i];
+          if (with_g) v += g1 * g1r[i] + g2 * g2r[i];
+          o[i] = v;
+        };
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, 1L, nx > 1 ? nx - 1 : 1L), [&](const long i) {
+          if constexpr (Var)
+            cell(i, yr[i - 1], yr[i + 1], sx * cxr[i], sx * cxr[i + 1]);
+          else
+            cell(i, yr[i - 1], yr[i + 1], ax, ax);
+        });
+        Kokkos::single(Kokkos::PerTeam(team), [&]() {
+          for (long i = 0; i < nx; i += (nx > 1 ? nx - 1 : 1)) {
+            const double ul = i > 0 ? yr[i - 1] : (perx ? yr[nx - 1] : 0.0);
+            const double ur = i < nx - 1 ? yr[i + 1] : (perx ? yr[0] : 0.0);
+            double cl, cr;
+            if constexpr (Var) {
+              cl = sx * cxr[i];
+              cr = sx * cxr[i + 1];
+            } else {
+              cl = i == 0 ? axlo : ax;
+              cr = i == nx - 1 ? axhi : ax;
+            }
+            cell(i, ul, ur, cl, cr);
+          }
+        });
+      });
+}
+
+template void HeatOperator::combine_kernel<true>(const View3<double>&, const View3<double>&, const View3<double>&,
+                                                 std::array<double, 3>, double, const View3<double>&, double,
+                                                 const View3<double>&) const;
+template void HeatOperator::combine_kernel<false>(const View3<double>&, const View3<double>&, const View3<double>&,
+                                                  std::array<double, 3>, double, const View3<double>&, double,
+                                                  const View3<double>&) const;
+
+void HeatOperator::factor_lines(int axis, double s) {
+  ScopedRegion region("attnphys::heat_factor_lines");
+  const auto e = spatial();
+  const long n = p_.grid.n[axis], nys = e[1], nx = e[2];
+  const bool per = p_.periodic(axis);
+  const long lines = axis == 0 ? e[0] * e[1] : axis == 1 ? e[0] * e[2] : e[1] * e[2];
+  const long cells = e[0] * e[1] * e[2];
+  LineFactor& F = factor_[axis];
+  if (F.low.size() == 0) {
+    F.low = View1<double>("attnphys::heat_line_low", cells);
+    F.cp = View1<double>("attnphys::heat_line_cp", cells);
+    F.invd = View1<double>("attnphys::heat_line_invd", cells);
+    if (per) {
+      F.z = View1<double>("attnphys::heat_line_z", cells);
+      F.vlast = View1<double>("attnphys::heat_line_vlast", lines);
+      F.fact = View1<double>("attnphys::heat_line_fact", lines);
+    }
+  }
+  F.s = s;
+  const auto cf = cf_[axis];
+  const auto low = F.low, cp = F.cp, invd = F.invd, zv = F.z, vlast = F.vlast, fact = F.fact;
+  Kokkos::parallel_for(
+      "attnphys::heat_factor_lines", Kokkos::RangePolicy<ExecSpace>(0, lines), KOKKOS_LAMBDA(const long L) {
+        long base, stride;
+        long a0, a1;  // the line's two other coordinates
+        if (axis == 0) {
+          a0 = L / nys; a1 = L - a0 * nys; base = L * nx; stride = 1;
+        } else if (axis == 1) {
+          a0 = L / nx; a1 = L - a0 * nx; base = a0 * nys * nx + a1; stride = nx;
+        } else {
+          a0 = L / nx; a1 = L - a0 * nx; base = L; stride = nys * nx;
+        }
+        auto c = [&](long m) { return axis == 0 ? cf(a0, a1, m) : axis == 1 ? cf(a0, m, a1) : cf(m, a0, a1); };
+        const double beta = -s * c(0), alpha = -s * c(n);  // corner entries of a periodic line
+        const double gamma = -(1.0 + s * (c(0) + c(1)));
+        double cprev = 0.0;
+        for (long m = 0; m < n; ++m) {
+          const long q = base + m * stride;
+          double diag = 1.0 + s * (c(m) + c(m + 1));
+          const double lo = m > 0 ? -s * c(m) : 0.0;
+          const double up = m < n - 1 ? -s * c(m + 1) : 0.0;
+          if (per && m == 0) diag -= gamma;
+          if (per && m == n - 1) diag -= alpha * beta / gamma;
+          const double id = 1.0 / (diag - lo * cprev);
+          low(q) = lo;
+          invd(q) = id;
+          cp(q) = up * id;
+          cprev = cp(q);
+        }
+        if (per) {  // z = A'^{-1} (gamma, 0, ..., 0, alpha)
+          double prev = 0.0;
+          for (long m = 0; m < n; ++m) {
+            const long q = base + m * stride;
+            const double rhs = m == 0 ? gamma : (m == n - 1 ? alpha : 0.0);
+            prev = (rhs - low(q) * prev) * invd(q);
+            zv(q) = prev;
+          }
+          for (long m = n - 2; m >= 0; --m) {
+            const long q = base + m * stride;
+            zv(q) -= cp(q) * zv(q + stride);
+          }
+          vlast(L) = beta / gamma;
+          fact(L) = 1.0 / (1.0 + zv(base) + vlast(L) * zv(base + (n - 1) * stride));
+        }
+      });
+}
+
+void HeatOperator::solve_lines(int axis, double s, const View3<double>& rhs) {
+  require(axis >= 0 && axis < p_.grid.dim, "solve_lines: axis ", axis, " is not used in ", p_.grid.dim, "D");
+  if (factor_[axis].s != s) factor_lines(axis, s);
+  ScopedRegion region("attnphys::heat_solve_lines");
+  const int dim = p_.grid.dim;
+  const auto e = spatial();
+  const long n = p_.grid.n[axis], nys = e[1], nx = e[2];
+  const long n0 = rhs.extent(0), n1 = rhs.extent(1);
+  const bool per = p_.periodic(axis);
+  const LineFactor& F = factor_[axis];
+  const auto low = F.low, cp = F.cp, invd = F.invd, zv = F.z, vlast = F.vlast, fact = F.fact;
+  double* u = rhs.data();
+  const long lines = axis == 0 ? n0 * n1 : axis == 1 ? n0 * nx : n1 * nx;
+  Kokkos::parallel_for(
+      "attnphys::heat_solve_lines", Kokkos::RangePolicy<ExecSpace>(0, lines), KOKKOS_LAMBDA(const long l) {
+        long base, stride, sbase, sline;
+        if (axis == 0) {
+          const long k = l / n1, j = l - k * n1;
+          sline = (dim == 3 ? k : 0) * nys + (dim >= 2 ? j : 0);
+          base = l * nx; stride = 1; sbase = sline * nx;
+        } else if (axis == 1) {
+          const long k = l / nx, i = l - k * nx, kz = dim == 3 ? k : 0;
+          base = k * n1 * nx + i; stride = nx; sbase = kz * nys * nx + i; sline = kz * nx + i;
+        } else {
+          base = l; stride = n1 * nx; sbase = l; sline = l;
+        }
+        double prev = 0.0;
+        for (long m = 0; m < n; ++m) {
+          const long q = base + m * stride, sq = sbase + m * stride;
+          prev = (u[q] - low(sq) * prev) * invd(sq);
+          u[q] = prev;
+        }
+        for (long m = n - 2; m >= 0; --m) u[base + m * stride] -= cp(sbase + m * stride) * u[base + (m + 1) * stride];
+        if (per) {
+          const double f = (u[base] + vlast(sline) * u[base + (n - 1) * stride]) * fact(sline);
+          for (long m = 0; m < n; ++m) u[base + m * stride] -= f * zv(sbase + m * stride);
+        }
+      });
+}
+
+}  // namespace attnphys::fd

@@ -1,0 +1,227 @@
+#include "attnphys/solvers/fd/heat_solver.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace attnphys::fd {
+
+Method parse_method(const std::string& name) {
+  if (name == "ftcs") return Method::Ftcs;
+  if (name == "cn") return Method::CrankNicolson;
+  if (name == "adi") return Method::Adi;
+  fail("unknown heat method '", name, "': use ftcs, cn (1D) or adi");
+}
+
+std::string to_string(Method m) {
+  switch (m) {
+    case Method::Ftcs: return "ftcs";
+    case Method::CrankNicolson: return "cn";
+    case Method::Adi: return "adi";
+  }
+  return "?";
+}
+
+HeatStepper::HeatStepper(const heat::HeatProblem& problem, Method method, bool substep)
+    : op_(problem), method_(method), substep_(substep) {
+  require(method != Method::CrankNicolson || problem.grid.dim == 1,
+          "Crank-Nicolson ('cn') is implemented in 1D only; use 'adi' in ", problem.grid.dim, "D");
+}
+
+View3<double> HeatStepper::make_state(long batch) const {
+  const auto e = op_.spatial();
+  require(batch >= 1, "batch must be at least 1, got ", batch);
+  require(batch == 1 || op_.dim() < 3, "3D states hold one sample; advance samples one at a time");
+  if (op_.dim() == 3) return View3<double>("attnphys::heat_state", e[0], e[1], e[2]);
+  return View3<double>("attnphys::heat_state", batch, e[1], e[2]);
+}
+
+void HeatStepper::check_state(const View3<double>& u) const {
+  const auto e = op_.spatial();
+  const int d = op_.dim();
+  const bool ok = long(u.extent(2)) == e[2] && long(u.extent(1)) == e[1] &&
+                  (d < 3 ? u.extent(0) >= 1 : long(u.extent(0)) == e[0]);
+  require(ok, "heat state has shape (", u.extent(0), ", ", u.extent(1), ", ", u.extent(2), ") but the ", d,
+          "D grid needs ", d == 3 ? msg("(", e[0], ", ", e[1], ", ", e[2], ")") : msg("(batch, ", e[1], ", ", e[2], ")"),
+          " in (z|batch, y, x) order");
+}
+
+void HeatStepper::ensure_work(const View3<double>& u) {
+  if (tmp_.extent(0) != u.extent(0) || tmp_.extent(1) != u.extent(1) || tmp_.extent(2) != u.extent(2))
+    tmp_ = View3<double>("attnphys::heat_work", u.extent(0), u.extent(1), u.extent(2));
+  if (op_.has_forcing() && G1_.size() == 0) {
+    const auto e = op_.spatial();
+    G1_ = View3<double>("attnphys::heat_forcing_1", e[0], e[1], e[2]);
+    G2_ = View3<double>("attnphys::heat_forcing_2", e[0], e[1], e[2]);
+    if (!op_.forcing_time_dependent()) {  // the same at every time level: load once
+      op_.forcing(0.0, G1_);
+      Kokkos::deep_copy(G2_, G1_);
+    }
+  }
+}
+
+namespace {
+// Loads G(t) into g when it depends on time (otherwise g already holds it).
+void load(const HeatOperator& op, double t, const View3<double>& g) {
+  if (op.has_forcing() && op.forcing_time_dependent()) op.forcing(t, g);
+}
+}  // namespace
+
+void HeatStepper::ftcs_step(const View3<double>& in, const View3<double>& out, double t, double dt) {
+  load(op_, t, G1_);
+  op_.combine(out, in, in, {dt, dt, dt}, op_.has_forcing() ? dt : 0.0, G1_, 0.0, {});
+}
+
+void HeatStepper::step(const View3<double>& u, double t, double dt) {
+  check_state(u);
+  ensure_work(u);
+  const bool g = op_.has_forcing();
+  const double h = 0.5 * dt;
+  if (method_ == Method::Ftcs) {
+    long sub = 1;
+    if (dt > ftcs_limit() * (1 + 1e-12)) {
+      require(substep_, "FTCS time step dt = ", dt, " exceeds the stability limit dt_max = ", ftcs_limit(),
+              " (sum_i kappa_max dt/dx_i^2 <= 1/2; 2/3 of that next to Dirichlet sides): use dt <= ", ftcs_limit(),
+              ", an implicit method (cn, adi), or allow sub-steps (solver.substep = true)");
+      sub = static_cast<long>(std::ceil(dt / ftcs_limit()));
+    }
+    for (long s = 0; s < sub; ++s) {
+      ftcs_step(u, tmp_, t + s * (dt / sub), dt / sub);
+      Kokkos::deep_copy(u, tmp_);
+    }
+    return;
+  }
+  if (op_.dim() == 1) {  // Crank–Nicolson
+    load(op_, t, G1_);
+    load(op_, t + dt, G2_);
+    op_.combine(tmp_, u, u, {h, 0, 0}, g ? h : 0.0, G1_, g ? h : 0.0, G2_);
+    op_.solve_lines(0, h, tmp_);
+    Kokkos::deep_copy(u, tmp_);
+  } else if (op_.dim() == 2) {  // Peaceman–Rachford
+    load(op_, t + h, G1_);
+    op_.combine(tmp_, u, u, {0, h, 0}, g ? h : 0.0, G1_, 0.0, {});
+    op_.solve_lines(0, h, tmp_);
+    op_.combine(u, tmp_, tmp_, {h, 0, 0}, g ? h : 0.0, G1_, 0.0, {});
+    op_.solve_lines(1, h, u);
+  } else {  // Douglas, θ = 1/2
+    load(op_, t, G1_);
+    load(op_, t + dt, G2_);
+    op_.combine(tmp_, u, u, {h, dt, dt}, g ? h : 0.0, G1_, g ? h : 0.0, G2_);
+    op_.solve_lines(0, h, tmp_);
+    op_.combine(tmp_, tmp_, u, {0, -h, 0}, 0.0, {}, 0.0, {});
+    op_.solve_lines(1, h, tmp_);
+    op_.combine(tmp_, tmp_, u, {0, 0, -h}, 0.0, {}, 0.0, {});
+    op_.solve_lines(2, h, tmp_);
+    Kokkos::deep_copy(u, tmp_);
+  }
+}
+
+long HeatStepper::advance(const View3<double>& u, double t0, double t1, double dt_max) {
+  require(dt_max > 0 && std::isfinite(dt_max), "time step must be positive and finite, got ", dt_max);
+  if (!(t1 > t0)) return 0;
+  check_state(u);
+  ensure_work(u);
+  if (method_ == Method::Ftcs && dt_max > ftcs_limit() * (1 + 1e-12)) {
+    require(substep_, "FTCS time step dt = ", dt_max, " exceeds the stability limit dt_max = ", ftcs_limit(),
+            " (sum_i kappa_max dt/dx_i^2 <= 1/2; 2/3 of that next to Dirichlet sides): use dt <= ", ftcs_limit(),
+            ", an implicit method (cn, adi), or allow sub-steps (solver.substep = true)");
+    dt_max = ftcs_limit();
+  }
+  const long n = std::max(1L, static_cast<long>(std::ceil((t1 - t0) / dt_max * (1 - 1e-12))));
+  const double dt = (t1 - t0) / n;
+  if (method_ == Method::Ftcs) {  // ping-pong between u and the work array: no copies
+    View3<double> a = u, b = tmp_;
+    for (long s = 0; s < n; ++s) {
+      ftcs_step(a, b, t0 + s * dt, dt);
+      std::swap(a, b);
+    }
+    if (a.data() != u.data()) Kokkos::deep_copy(u, a);
+  } else {
+    for (long s = 0; s < n; ++s) step(u, t0 + s * dt, dt);
+  }
+  return n;
+}
+
+double auto_dt(const HeatStepper& stepper, const View3<double>& u0, double t_end) {
+  const HeatOperator& op = stepper.op();
+  const double limit = op.ftcs_limit();
+  if (stepper.method() == Method::Ftcs) return std::min(0.25 * limit, t_end);
+  const auto& p = op.problem();
+  const int d = p.grid.dim;
+  double hmin = p.grid.h[0];
+  for (int a = 1; a < d; ++a) hmin = std::min(hmin, p.grid.h[a]);
+  const double kmax = p.kappa_max();
+  if (!(kmax > 0)) return t_end;
+  // Rayleigh quotient |∇u|²/|u - mean|² per sample (host: this runs once per solve).
+  auto h = to_host(u0);
+  const long n0 = h.extent(0), n1 = h.extent(1), nx = h.extent(2);
+  double k2 = 0.0;
+  const long samples = d == 3 ? 1 : n0;
+  for (long b = 0; b < samples; ++b) {
+    double mean = 0.0, var = 0.0, grad = 0.0;
+    long count = 0;
+    const long k0 = d == 3 ? 0 : b, k1 = d == 3 ? n0 : b + 1;
+    for (long k = k0; k < k1; ++k)
+      for (long j = 0; j < n1; ++j)
+        for (long i = 0; i < nx; ++i) mean += h(k, j, i), ++count;
+    mean /= count;
+    for (long k = k0; k < k1; ++k)
+      for (long j = 0; j < n1; ++j)
+        for (long i = 0; i < nx; ++i) {
+          var += (h(k, j, i) - mean) * (h(k, j, i) - mean);
+          if (i + 1 < nx) grad += std::pow((h(k, j, i + 1) - h(k, j, i)) / p.grid.h[0], 2);
+          if (d >= 2 && j + 1 < n1) grad += std::pow((h(k, j + 1, i) - h(k, j, i)) / p.grid.h[1], 2);
+          if (d == 3 && k + 1 < k1) grad += std::pow((h(k + 1, j, i) - h(k, j, i)) / p.grid.h[2], 2);
+        }
+    if (var > 0) k2 = std::max(k2, grad / var);
+  }
+  double lmin = p.grid.length(0);
+  for (int a = 1; a < d; ++a) lmin = std::min(lmin, p.grid.length(a));
+  const double k = std::max(std::sqrt(k2), 2.0 * M_PI / lmin);
+  const double dt = hmin / (2.0 * kmax * k);
+  return std::min(std::max(dt, limit), t_end);
+}
+
+HeatSolution solve(const heat::HeatProblem& problem, const View3<double>& u0, double t_end,
+                   const HeatSolveOptions& options) {
+  ScopedRegion region("attnphys::heat_solve");
+  require(std::isfinite(t_end) && t_end >= 0, "t_end must be finite and non-negative, got ", t_end);
+  require(options.dt >= 0 && std::isfinite(options.dt), "dt must be positive (or 0 for automatic), got ",
+          options.dt);
+  HeatStepper stepper(problem, options.method, options.substep);
+  stepper.check_state(u0);
+  HeatSolution sol;
+  sol.u = View3<double>("attnphys::heat_solution", u0.extent(0), u0.extent(1), u0.extent(2));
+  Kokkos::deep_copy(sol.u, u0);
+  sol.dt = options.dt > 0 ? options.dt : auto_dt(stepper, u0, t_end);
+  double t = 0.0;
+  for (std::size_t s = 0; s < options.snapshot_times.size(); ++s) {
+    const double ts = options.snapshot_times[s];
+    require(ts >= t && ts <= t_end, "snapshot times must be increasing and within [0, t_end = ", t_end, "], got ",
+            ts, s ? msg(" after ", options.snapshot_times[s - 1]) : std::string());
+    if (ts > t) sol.steps += stepper.advance(sol.u, t, ts, sol.dt);
+    t = ts;
+    View3<double> snap("attnphys::heat_snapshot", u0.extent(0), u0.extent(1), u0.extent(2));
+    Kokkos::deep_copy(snap, sol.u);
+    sol.times.push_back(ts);
+    sol.snapshots.push_back(snap);
+  }
+  if (t_end > t) sol.steps += stepper.advance(sol.u, t, t_end, sol.dt);
+  return sol;
+}
+
+void HeatSolverOptions::declare(OptionSet& set, const std::string& section) {
+  set.add(section + ".method", &method, "time stepping: ftcs, cn (1D Crank-Nicolson) or adi", {"ftcs", "cn", "adi"});
+  set.add(section + ".dt", &dt, "time step; 0 picks one whose time error stays below the space error",
+          Range::non_negative());
+  set.add(section + ".substep", &substep, "ftcs: split a step above the stability limit into stable sub-steps");
+}
+
+HeatSolveOptions HeatSolverOptions::to_solve_options() const {
+  HeatSolveOptions o;
+  o.method = parse_method(method);
+  o.dt = dt;
+  o.substep = substep;
+  return o;
+}
+
+}  // namespace attnphys::fd
