@@ -7,6 +7,7 @@ import atexit as _atexit
 import gc as _gc
 
 from . import _core
+from . import nn  # noqa: F401,E402
 from ._core import (  # noqa: F401
     Error,
     Optimizer,
