@@ -1,0 +1,63 @@
+#pragma once
+// Baseline ansätze behind the LogPsiModel interface.
+//
+// Rbm: restricted Boltzmann machine (Carleo & Troyer 2017, NetKet's RBM):
+//   log ψ(σ) = Σ_i a_i σ_i + Σ_j log cosh(b_j + Σ_i W_ji σ_i),   M = alpha·N hidden units,
+// with complex parameters (each stored as a real and an imaginary block) or, complex = false, real ones (a positive
+// wavefunction, enough for stoquastic models such as the TFIM).
+//
+// TableAnsatz: ψ(σ) = exp(θ_re[σ] + i θ_im[σ]) with one complex number per basis state (2^N of them): every
+// wavefunction is representable, so tests can check VMC machinery against exact answers. Small N only.
+#include <cstdint>
+
+#include "attnphys/solvers/vmc/log_psi_model.hpp"
+
+namespace attnphys::vmc {
+
+struct RbmOptions {
+  double alpha = 1.0;      // hidden units per site
+  bool complex = true;
+  bool visible_bias = true;
+  double init_std = 0.01;  // parameters start as N(0, init_std²)
+  std::uint64_t seed = 1;
+};
+
+template <class T>
+class Rbm final : public LogPsiModel<T> {
+ public:
+  Rbm(int n_sites, const RbmOptions& options);
+  int n_sites() const override { return n_; }
+  long n_parameters() const override { return params_.size(); }
+  int n_hidden() const { return m_; }
+  void log_psi(const View2<const T>& sigma, const View1<T>& re, const View1<T>& im) override;
+  void log_psi_gradients(const View2<const T>& sigma, const View2<T>& o_re, const View2<T>& o_im) override;
+  ParameterBuffer<T>& parameters() override { return params_; }
+  std::string name() const override { return "rbm"; }
+  const RbmOptions& options() const { return opt_; }
+  // Hidden pre-activations θ = W σ + b of the last batch [B, M] (public: it holds device kernels).
+  void hidden(const View2<const T>& sigma);
+
+ private:
+  int n_, m_;
+  RbmOptions opt_;
+  ParameterBuffer<T> params_;
+  View2<T> th_re_, th_im_;
+};
+
+template <class T>
+class TableAnsatz final : public LogPsiModel<T> {
+ public:
+  explicit TableAnsatz(int n_sites, std::uint64_t seed = 1, double init_std = 0.0);
+  int n_sites() const override { return n_; }
+  long n_parameters() const override { return params_.size(); }
+  void log_psi(const View2<const T>& sigma, const View1<T>& re, const View1<T>& im) override;
+  void log_psi_gradients(const View2<const T>& sigma, const View2<T>& o_re, const View2<T>& o_im) override;
+  ParameterBuffer<T>& parameters() override { return params_; }
+  std::string name() const override { return "table"; }
+
+ private:
+  int n_;
+  ParameterBuffer<T> params_;
+};
+
+}  // namespace attnphys::vmc

@@ -1,0 +1,76 @@
+#pragma once
+// Metropolis sampling of |ψ(σ)|² with many chains advanced together: each step proposes one move per chain and
+// evaluates the model once on all proposals. Moves:
+//   local     flip one random spin (changes S^z);
+//   exchange  swap one pair of antiparallel spins chosen uniformly among the pairs within `exchange_distance`
+//             (chain distance, periodic when the chain is). The number of such pairs n(σ) depends on σ, so the
+//             proposal is not symmetric: the acceptance carries the Hastings factor n(σ)/n(σ');
+//   global_flip with this probability, flip every spin instead (keeps 2S^z = 0; helps Z2-symmetric states).
+// Every random number is CounterRng(seed, chain, 16·step + k): results do not depend on the backend or thread count.
+#include <cstdint>
+#include <string>
+
+#include "attnphys/core/options.hpp"
+#include "attnphys/solvers/vmc/log_psi_model.hpp"
+
+namespace attnphys::vmc {
+
+struct SamplerOptions {
+  long n_chains = 128;
+  long n_samples = 1024;     // per call of sample(), rounded up to a multiple of n_chains
+  long n_discard = 16;       // sweeps discarded at the start of every sample() call
+  long sweep_size = 0;       // Metropolis steps between kept samples; 0: the number of sites
+  std::string move = "auto"; // auto | local | exchange (auto: exchange when a fixed Sz sector is sampled)
+  long exchange_distance = 0;  // 0: any pair
+  double global_flip = 0.0;    // probability of a global spin flip instead of the move
+  bool fixed_sz = false;       // start (and, with exchange moves, stay) in the sector 2Sz = two_sz
+  int two_sz = 0;
+  long seed = 1;
+
+  void declare(OptionSet& set, const std::string& section = "sampler");
+  void validate() const;
+};
+
+template <class T>
+class MetropolisSampler {
+ public:
+  MetropolisSampler(LogPsiModel<T>& model, const SamplerOptions& options, bool periodic);
+
+  // New random chain states (in the sector when fixed_sz).
+  void reset();
+  // Runs n_discard sweeps, then n_samples/n_chains sweeps, keeping the state after each: samples [S·C, N]
+  // step-major (row s·C + c), with their log ψ.
+  void sample(View2<T>& samples, View1<T>& logpsi_re, View1<T>& logpsi_im);
+  // One Metropolis step of every chain.
+  void step();
+
+  long n_chains() const { return opt_.n_chains; }
+  long n_steps_per_sample() const { return (opt_.n_samples + opt_.n_chains - 1) / opt_.n_chains; }
+  long n_samples() const { return n_steps_per_sample() * opt_.n_chains; }
+  long sweep_size() const { return sweep_; }
+  const std::string& move() const { return move_; }
+  // Fraction of accepted proposals since the last reset_acceptance().
+  double acceptance() const;
+  void reset_acceptance();
+
+  // Chain state, for checkpoints (the step counter makes a restarted run draw the same numbers).
+  const View2<T>& states() const { return state_; }
+  std::uint64_t step_counter() const { return step_; }
+  void restore(const View2<T>& states, std::uint64_t step_counter);
+  const SamplerOptions& options() const { return opt_; }
+
+ private:
+  LogPsiModel<T>& model_;
+  SamplerOptions opt_;
+  int n_;
+  long sweep_;
+  std::string move_;
+  std::uint64_t step_ = 0;
+  View2<T> state_, proposal_;
+  View1<T> lp_re_, lp_im_, new_re_, new_im_, log_hastings_;
+  View1<long> accepted_;
+  long proposed_ = 0;
+  View1<int> pair_i_, pair_j_;  // exchange pairs
+};
+
+}  // namespace attnphys::vmc

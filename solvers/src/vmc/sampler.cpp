@@ -1,0 +1,208 @@
+#include "attnphys/solvers/vmc/sampler.hpp"
+
+#include <cstdlib>
+
+#include "attnphys/core/random.hpp"
+
+namespace attnphys::vmc {
+
+void SamplerOptions::declare(OptionSet& s, const std::string& p) {
+  s.add(p + ".n_chains", &n_chains, "Markov chains advanced together", Range::at_least(1));
+  s.add(p + ".n_samples", &n_samples, "samples per iteration (rounded up to a multiple of n_chains)",
+        Range::at_least(1));
+  s.add(p + ".n_discard", &n_discard, "sweeps discarded before sampling", Range::non_negative());
+  s.add(p + ".sweep_size", &sweep_size, "Metropolis steps per sweep (0: number of sites)", Range::non_negative());
+  s.add(p + ".move", &move, "proposal", {"auto", "local", "exchange"});
+  s.add(p + ".exchange_distance", &exchange_distance, "largest distance of exchanged pairs (0: any)",
+        Range::non_negative());
+  s.add(p + ".global_flip", &global_flip, "probability of a global spin flip", Range::closed(0, 1));
+  s.add(p + ".seed", &seed, "random seed", Range::non_negative());
+}
+
+void SamplerOptions::validate() const {
+  require(n_chains >= 1 && n_samples >= 1, "sampler needs n_chains >= 1 and n_samples >= 1");
+  require(move == "auto" || move == "local" || move == "exchange", "unknown move '", move,
+          "': use auto, local or exchange");
+  require(global_flip >= 0 && global_flip <= 1, "global_flip is a probability, got ", global_flip);
+  require(!(global_flip > 0 && fixed_sz && two_sz != 0), "global flips leave the sector 2Sz = ", two_sz,
+          ": use global_flip = 0");
+}
+
+template <class T>
+MetropolisSampler<T>::MetropolisSampler(LogPsiModel<T>& model, const SamplerOptions& o, bool periodic)
+    : model_(model), opt_(o), n_(model.n_sites()) {
+  o.validate();
+  sweep_ = o.sweep_size > 0 ? o.sweep_size : n_;
+  move_ = o.move == "auto" ? (o.fixed_sz ? "exchange" : "local") : o.move;
+  require(!(o.fixed_sz && move_ == "local"), "local flips leave the fixed-Sz sector: use move = exchange");
+  if (o.fixed_sz)
+    require(std::abs(o.two_sz) <= n_ && (n_ + o.two_sz) % 2 == 0, "2Sz = ", o.two_sz, " impossible for ", n_,
+            " sites");
+  const long C = o.n_chains;
+  state_ = View2<T>("attnphys::mc_state", C, n_);
+  proposal_ = View2<T>("attnphys::mc_proposal", C, n_);
+  lp_re_ = View1<T>("attnphys::mc_lp_re", C);
+  lp_im_ = View1<T>("attnphys::mc_lp_im", C);
+  new_re_ = View1<T>("attnphys::mc_new_re", C);
+  new_im_ = View1<T>("attnphys::mc_new_im", C);
+  log_hastings_ = View1<T>("attnphys::mc_hastings", C);
+  accepted_ = View1<long>("attnphys::mc_accepted", C);
+  if (move_ == "exchange") {
+    std::vector<int> pi, pj;
+    const long d = o.exchange_distance > 0 ? o.exchange_distance : n_;
+    for (int i = 0; i < n_; ++i)
+      for (int j = i + 1; j < n_; ++j) {
+        const int dist = periodic ? std::min(j - i, n_ - (j - i)) : j - i;
+        if (dist <= d) {
+          pi.push_back(i);
+          pj.push_back(j);
+        }
+      }
+    require(!pi.empty(), "no exchange pairs within distance ", d);
+    pair_i_ = View1<int>("attnphys::mc_pair_i", pi.size());
+    pair_j_ = View1<int>("attnphys::mc_pair_j", pj.size());
+    auto hi = Kokkos::create_mirror_view(pair_i_);
+    auto hj = Kokkos::create_mirror_view(pair_j_);
+    for (std::size_t k = 0; k < pi.size(); ++k) {
+      hi(k) = pi[k];
+      hj(k) = pj[k];
+    }
+    Kokkos::deep_copy(pair_i_, hi);
+    Kokkos::deep_copy(pair_j_, hj);
+  }
+  reset();
+}
+
+template <class T>
+void MetropolisSampler<T>::reset() {
+  ScopedRegion region("attnphys::mc_reset");
+  const auto st = state_;
+  const int n = n_;
+  const bool fixed = opt_.fixed_sz;
+  const int n_up = (n + opt_.two_sz) / 2;
+  const std::uint64_t seed = std::uint64_t(opt_.seed);
+  Kokkos::parallel_for(
+      "attnphys::mc_reset", Kokkos::RangePolicy<ExecSpace>(0, st.extent(0)), KOKKOS_LAMBDA(const long c) {
+        CounterRng r(seed ^ 0x5EEDULL, c, 0);
+        if (fixed) {  // n_up ups, then a Fisher-Yates shuffle of the row
+          for (int i = 0; i < n; ++i) st(c, i) = i < n_up ? T(1) : T(-1);
+          for (int i = n - 1; i > 0; --i) {
+            const int j = int(r.below(i + 1));
+            const T t = st(c, i);
+            st(c, i) = st(c, j);
+            st(c, j) = t;
+          }
+        } else {
+          for (int i = 0; i < n; ++i) st(c, i) = r.uniform() < 0.5 ? T(1) : T(-1);
+        }
+      });
+  model_.log_psi(state_, lp_re_, lp_im_);
+  step_ = 0;
+  reset_acceptance();
+}
+
+template <class T>
+void MetropolisSampler<T>::restore(const View2<T>& states, std::uint64_t counter) {
+  require(states.extent(0) == state_.extent(0) && states.extent(1) == state_.extent(1),
+          "sampler restore: states must be [", state_.extent(0), ", ", n_, "]");
+  Kokkos::deep_copy(state_, states);
+  model_.log_psi(state_, lp_re_, lp_im_);
+  step_ = counter;
+  reset_acceptance();
+}
+
+template <class T>
+void MetropolisSampler<T>::reset_acceptance() {
+  Kokkos::deep_copy(accepted_, 0L);
+  proposed_ = 0;
+}
+
+template <class T>
+double MetropolisSampler<T>::acceptance() const {
+  if (proposed_ == 0) return 0.0;
+  long acc = 0;
+  const auto a = accepted_;
+  Kokkos::parallel_reduce(
+      "attnphys::mc_acceptance", Kokkos::RangePolicy<ExecSpace>(0, a.extent(0)),
+      KOKKOS_LAMBDA(const long c, long& s) { s += a(c); }, acc);
+  return double(acc) / double(proposed_);
+}
+
+template <class T>
+void MetropolisSampler<T>::step() {
+  ScopedRegion region("attnphys::mc_step");
+  const long C = opt_.n_chains;
+  const int n = n_;
+  const auto st = state_, pr = proposal_;
+  const auto lh = log_hastings_;
+  const auto pi = pair_i_, pj = pair_j_;
+  const long n_pairs = pair_i_.extent(0);
+  const bool exchange = move_ == "exchange";
+  const double p_global = opt_.global_flip;
+  const std::uint64_t seed = std::uint64_t(opt_.seed), start = 16 * step_;
+  Kokkos::parallel_for(
+      "attnphys::mc_propose", Kokkos::RangePolicy<ExecSpace>(0, C), KOKKOS_LAMBDA(const long c) {
+        CounterRng r(seed, c, start);
+        for (int i = 0; i < n; ++i) pr(c, i) = st(c, i);
+        lh(c) = T(0);
+        if (p_global > 0 && r.uniform() < p_global) {
+          for (int i = 0; i < n; ++i) pr(c, i) = -pr(c, i);
+        } else if (exchange) {
+          long count = 0;
+          for (long k = 0; k < n_pairs; ++k) count += st(c, pi(k)) != st(c, pj(k));
+          if (count == 0) return;
+          long pick = long(r.below(count));
+          long k = 0;
+          for (; k < n_pairs; ++k)
+            if (st(c, pi(k)) != st(c, pj(k)) && pick-- == 0) break;
+          pr(c, pi(k)) = st(c, pj(k));
+          pr(c, pj(k)) = st(c, pi(k));
+          long count_new = 0;
+          for (long q = 0; q < n_pairs; ++q) count_new += pr(c, pi(q)) != pr(c, pj(q));
+          lh(c) = T(math::log(double(count) / double(count_new)));
+        } else {
+          const int i = int(r.below(n));
+          pr(c, i) = -pr(c, i);
+        }
+      });
+  model_.log_psi(proposal_, new_re_, new_im_);
+  const auto lr = lp_re_, li = lp_im_, nr = new_re_, ni = new_im_;
+  const auto acc = accepted_;
+  Kokkos::parallel_for(
+      "attnphys::mc_accept", Kokkos::RangePolicy<ExecSpace>(0, C), KOKKOS_LAMBDA(const long c) {
+        CounterRng r(seed, c, start + 8);
+        const double log_a = 2.0 * (double(nr(c)) - double(lr(c))) + double(lh(c));
+        if (log_a >= 0 || math::log(r.uniform() + 1e-300) < log_a) {
+          for (int i = 0; i < n; ++i) st(c, i) = pr(c, i);
+          lr(c) = nr(c);
+          li(c) = ni(c);
+          acc(c) += 1;
+        }
+      });
+  ++step_;
+  proposed_ += C;
+}
+
+template <class T>
+void MetropolisSampler<T>::sample(View2<T>& samples, View1<T>& re, View1<T>& im) {
+  ScopedRegion region("attnphys::mc_sample");
+  const long C = opt_.n_chains, S = n_steps_per_sample();
+  if (samples.extent(0) != std::size_t(S * C) || samples.extent(1) != std::size_t(n_)) {
+    samples = View2<T>("attnphys::mc_samples", S * C, n_);
+    re = View1<T>("attnphys::mc_samples_re", S * C);
+    im = View1<T>("attnphys::mc_samples_im", S * C);
+  }
+  for (long k = 0; k < opt_.n_discard * sweep_; ++k) step();
+  for (long s = 0; s < S; ++s) {
+    for (long k = 0; k < sweep_; ++k) step();
+    const auto rows = Kokkos::make_pair(s * C, (s + 1) * C);
+    Kokkos::deep_copy(Kokkos::subview(samples, rows, Kokkos::ALL()), state_);
+    Kokkos::deep_copy(Kokkos::subview(re, rows), lp_re_);
+    Kokkos::deep_copy(Kokkos::subview(im, rows), lp_im_);
+  }
+}
+
+template class MetropolisSampler<float>;
+template class MetropolisSampler<double>;
+
+}  // namespace attnphys::vmc
