@@ -1,0 +1,253 @@
+#include "attnphys/solvers/mps/dmrg.hpp"
+
+#include <Eigen/Eigenvalues>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "attnphys/core/error.hpp"
+#include "dense_ops.hpp"
+#include "effective_h.hpp"
+
+namespace attnphys::mps {
+
+Sweeps Sweeps::ramp(int nsweeps, int max_dim, double cutoff, double noise, int niter, int start) {
+  require(nsweeps >= 1 && max_dim >= 1, "Sweeps::ramp needs nsweeps >= 1 and max_dim >= 1");
+  Sweeps s;
+  s.nsweeps_ = nsweeps;
+  int dim = std::min(start, max_dim);
+  double nz = noise;
+  for (int k = 0; k < nsweeps; ++k) {
+    SweepParams p;
+    p.max_dim = dim;
+    p.cutoff = cutoff;
+    p.niter = niter;
+    p.noise = nz;
+    s.params_.push_back(p);
+    if (dim == max_dim) nz = nz > 1e-12 ? nz * 0.1 : 0.0;  // noise fades only once the ramp is done
+    dim = std::min(2 * dim, max_dim);
+  }
+  // The last sweeps run without noise so that the energy is variational for the final state.
+  if (nsweeps > 2) s.params_.back().noise = 0.0;
+  return s;
+}
+
+const SweepParams& Sweeps::params(int sweep) const {
+  require(!params_.empty(), "the sweep schedule is empty");
+  return params_[std::min<std::size_t>(std::size_t(sweep), params_.size() - 1)];
+}
+
+Sweeps default_sweeps(int max_dim, int nsweeps, double cutoff, double noise, int niter) {
+  return Sweeps::ramp(nsweeps, max_dim, cutoff, noise, niter);
+}
+
+void DmrgOptions::declare(OptionSet& set, const std::string& s) {
+  set.add(s + ".energy_tol", &energy_tol, "stop when the sweep energy changes by less (relative to max(1,|E|))",
+          Range::non_negative());
+  set.add(s + ".entropy_tol", &entropy_tol, "... and no bond entropy changes by more", Range::non_negative());
+  set.add(s + ".min_sweeps", &min_sweeps, "sweeps before the stopping test applies", Range::at_least(1));
+  set.add(s + ".davidson_tol", &davidson_tol, "Davidson residual norm that ends a bond early", Range::positive());
+  set.add(s + ".degeneracy_tol", &degeneracy_tol, "relative gap below which singular values form one multiplet",
+          Range::non_negative());
+}
+
+namespace {
+
+// Krylov/Davidson eigensolver for the lowest eigenpair, with its basis kept between calls.
+class Davidson {
+ public:
+  template <class Apply>
+  double solve(long n, double* x, int niter, double tol, Apply&& apply) {
+    niter = std::max(niter, 1);
+    double* v = detail::grow(v_, std::size_t(n) * (niter + 1));
+    double* av = detail::grow(av_, std::size_t(n) * (niter + 1));
+    double* r = detail::grow(r_, std::size_t(n));
+    Eigen::Map<Eigen::VectorXd> xv(x, n), rv(r, n);
+    const double nrm = xv.norm();
+    require(nrm > 0, "DMRG: the two-site wavefunction vanished; start from a state with nonzero overlap");
+    Eigen::Map<Eigen::VectorXd>(v, n) = xv / nrm;
+    apply(v, av);
+    double lambda = 0;
+    Eigen::MatrixXd m(niter + 1, niter + 1);
+    int k = 1;  // basis size
+    for (;; ++k) {
+      Eigen::Map<Eigen::MatrixXd> V(v, n, k), AV(av, n, k);
+      m.topLeftCorner(k, k).noalias() = V.transpose() * AV;
+      Eigen::MatrixXd mk = 0.5 * (m.topLeftCorner(k, k) + m.topLeftCorner(k, k).transpose());
+      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(mk);
+      lambda = es.eigenvalues()(0);
+      const Eigen::VectorXd y = es.eigenvectors().col(0);
+      xv.noalias() = V * y;
+      rv.noalias() = AV * y;
+      rv -= lambda * xv;
+      if (k >= niter || rv.norm() < tol) break;
+      for (int pass = 0; pass < 2; ++pass) rv -= V * (V.transpose() * rv);
+      const double rn = rv.norm();
+      if (rn < 1e-14) break;
+      Eigen::Map<Eigen::VectorXd>(v + n * k, n) = rv / rn;
+      apply(v + n * k, av + n * k);
+    }
+    xv.normalize();
+    return lambda;
+  }
+
+ private:
+  std::vector<double> v_, av_, r_;
+};
+
+}  // namespace
+
+Truncation truncation_rank(const std::vector<double>& w, const SweepParams& p, double degeneracy_tol) {
+  struct {
+    const std::vector<double>& w;
+    int size() const { return int(w.size()); }
+    double value(int k) const { return w[k]; }
+  } eig{w};
+  const int n = eig.size();
+  require(n >= 1, "truncation_rank needs at least one weight");
+  double total = 0;
+  for (int k = 0; k < n; ++k) total += std::max(eig.value(k), 0.0);
+  int by_cutoff = n;
+  double tail = 0;
+  while (by_cutoff > 1 && tail + std::max(eig.value(by_cutoff - 1), 0.0) <= p.cutoff * total)
+    tail += std::max(eig.value(--by_cutoff), 0.0);
+  int keep = std::min(by_cutoff, p.max_dim);
+  keep = std::max(keep, std::min(p.min_dim, n));
+  // Never split a multiplet: drop it when the bond dimension is the limit, keep all of it when the cutoff is.
+  auto sv = [&](int k) { return std::sqrt(std::max(eig.value(k), 0.0)); };
+  auto same = [&](int a, int b) { return std::abs(sv(a) - sv(b)) <= degeneracy_tol * sv(a); };
+  if (keep < n && eig.value(keep) > 1e-12 * eig.value(0) && same(keep - 1, keep)) {
+    if (keep == p.max_dim) {
+      int k = keep;
+      while (k > 1 && same(k - 1, k)) --k;
+      if (k >= keep / 2) keep = k;
+    } else {
+      while (keep < n && same(keep - 1, keep)) ++keep;
+    }
+  }
+  double disc = 0;
+  for (int k = keep; k < n; ++k) disc += std::max(eig.value(k), 0.0);
+  return {keep, total > 0 ? disc / total : 0.0};
+}
+
+namespace {
+
+double entropy_of(const detail::BlockEigen& eig, int keep) {
+  double total = 0, s = 0;
+  for (int k = 0; k < keep; ++k) total += std::max(eig.value(k), 0.0);
+  for (int k = 0; k < keep; ++k) {
+    const double p = std::max(eig.value(k), 0.0) / total;
+    if (p > 1e-300) s -= p * std::log(p);
+  }
+  return s;
+}
+
+}  // namespace
+
+DmrgResult dmrg(const Mpo& h, Mps& psi, const Sweeps& sweeps, const DmrgOptions& opt,
+                const DmrgObserver& observer) {
+  const int n = psi.size();
+  require(n >= 2, "DMRG needs at least 2 sites, got ", n);
+  require(h.size() == n, "DMRG: the MPO has ", h.size(), " sites but the MPS has ", n);
+  require(h.d == psi.local_dim(), "DMRG: local dimensions differ (MPO ", h.d, ", MPS ", psi.local_dim(), ")");
+  require(sweeps.size() >= 1, "DMRG needs at least one sweep");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+
+  psi.canonicalize(0);
+  psi.normalize();
+  std::vector<detail::Env> left(n), right(n);
+  left[0].m = Eigen::MatrixXd::Ones(1, 1);
+  right[n - 1].m = Eigen::MatrixXd::Ones(1, 1);
+  detail::EffectiveH heff;
+  for (int i = n - 1; i > 0; --i) heff.update_right(right[i], psi[i], h.sites[i], right[i - 1]);
+
+  Davidson davidson;
+  detail::BlockEigen eig;
+  Eigen::MatrixXd rho;
+  std::vector<double> theta_buf, u_buf, weights;
+  DmrgResult res;
+  std::vector<double> entropies(n - 1, 0.0), previous(n - 1, 0.0);
+  double previous_energy = 0;
+
+  for (int sw = 0; sw < sweeps.size(); ++sw) {
+    const SweepParams& p = sweeps.params(sw);
+    require(p.max_dim >= 1 && p.niter >= 1 && p.cutoff >= 0 && p.noise >= 0, "sweep ", sw,
+            ": max_dim and niter must be >= 1, cutoff and noise >= 0");
+    double energy = 0, trunc = 0;
+    for (int dir = 0; dir < 2; ++dir) {
+      for (int step = 0; step < n - 1; ++step) {
+        const int i = dir == 0 ? step : n - 2 - step;
+        auto &a = psi[i], &b = psi[i + 1];
+        const long dl = a.dl, dr = b.dr, d = a.d, len = dl * d * d * dr;
+        double* theta = detail::grow(theta_buf, std::size_t(len));
+        detail::gemm(false, false, dl * d, d * dr, a.dr, 1.0, a.data.data(), b.data.data(), 0.0, theta);
+        heff.set_bond(h, i, left[i], right[i + 1]);
+        energy = davidson.solve(len, theta, p.niter, opt.davidson_tol,
+                                [&](const double* in, double* out) { heff.apply(in, out); });
+        const bool to_right = dir == 0;
+        if (to_right) heff.density_left(theta, p.noise, rho);
+        else heff.density_right(theta, p.noise, rho);
+        eig.compute(rho);
+        weights.resize(eig.size());
+        for (int k = 0; k < eig.size(); ++k) weights[k] = eig.value(k);
+        const Truncation t = truncation_rank(weights, p, opt.degeneracy_tol);
+        trunc = std::max(trunc, t.discarded);
+        entropies[i] = entropy_of(eig, t.keep);
+        const long k = t.keep, m = long(rho.rows());
+        double* u = detail::grow(u_buf, std::size_t(m * k));
+        eig.vectors(int(k), u);
+        if (to_right) {
+          // A_i = U (left-orthonormal), A_{i+1} = U^T theta
+          a.dr = int(k);
+          a.data.resize(dl * d, k);
+          std::copy(u, u + m * k, a.data.data());
+          b.dl = int(k);
+          b.data.resize(k * d, dr);
+          detail::gemm(true, false, k, d * dr, dl * d, 1.0, u, theta, 0.0, b.data.data());
+          heff.update_left(left[i], a, h.sites[i], left[i + 1]);
+        } else {
+          // A_{i+1} = V^T (right-orthonormal), A_i = theta V
+          b.dl = int(k);
+          b.data.resize(k * d, dr);
+          Eigen::Map<Eigen::MatrixXd>(b.data.data(), k, d * dr) = Eigen::Map<Eigen::MatrixXd>(u, m, k).transpose();
+          a.dr = int(k);
+          a.data.resize(dl * d, k);
+          detail::gemm(false, false, dl * d, k, d * dr, 1.0, theta, u, 0.0, a.data.data());
+          heff.update_right(right[i + 1], b, h.sites[i + 1], right[i]);
+        }
+      }
+    }
+    psi.set_center(0);
+    SweepRecord rec;
+    rec.sweep = sw + 1;
+    rec.energy = energy;
+    rec.truncation_error = trunc;
+    rec.max_bond_dimension = psi.max_bond_dimension();
+    for (int b = 0; b < n - 1; ++b)
+      rec.max_entropy_change = std::max(rec.max_entropy_change, std::abs(entropies[b] - previous[b]));
+    rec.seconds = elapsed();
+    res.history.push_back(rec);
+    res.sweeps = sw + 1;
+    if (!opt.quiet)
+      std::fprintf(stderr, "dmrg sweep %d: E = %.12f, max dim %d, trunc %.2e, dS %.2e, %.1f s\n", rec.sweep,
+                   rec.energy, rec.max_bond_dimension, rec.truncation_error, rec.max_entropy_change, rec.seconds);
+    const bool energy_ok = sw > 0 && std::abs(energy - previous_energy) <= opt.energy_tol * std::max(1.0, std::abs(energy));
+    const bool entropy_ok = sw > 0 && rec.max_entropy_change <= opt.entropy_tol;
+    previous = entropies;
+    previous_energy = energy;
+    const bool stop_by_observer = observer && !observer(rec);
+    if (p.noise == 0.0 && sw + 1 >= opt.min_sweeps && energy_ok && entropy_ok) res.converged = true;
+    if (res.converged || stop_by_observer) break;
+  }
+  psi.normalize();
+  res.energy = res.history.back().energy;
+  res.truncation_error = res.history.back().truncation_error;
+  res.max_bond_dimension = psi.max_bond_dimension();
+  res.entropies = entropies;
+  res.seconds = elapsed();
+  return res;
+}
+
+}  // namespace attnphys::mps
