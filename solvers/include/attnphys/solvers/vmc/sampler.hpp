@@ -22,6 +22,7 @@ struct SamplerOptions {
   long sweep_size = 0;       // Metropolis steps between kept samples; 0: the number of sites
   std::string move = "auto"; // auto | local | exchange (auto: exchange when a fixed Sz sector is sampled)
   long exchange_distance = 0;  // 0: any pair
+  bool periodic = true;        // whether exchange distances wrap around (the driver's sampler uses this)
   double global_flip = 0.0;    // probability of a global spin flip instead of the move
   bool fixed_sz = false;       // start (and, with exchange moves, stay) in the sector 2Sz = two_sz
   int two_sz = 0;
@@ -43,6 +44,8 @@ class MetropolisSampler {
   void sample(View2<T>& samples, View1<T>& logpsi_re, View1<T>& logpsi_im);
   // One Metropolis step of every chain.
   void step();
+  // Recomputes log ψ of the chain states (after the model's parameters changed).
+  void refresh() { model_.log_psi(state_, lp_re_, lp_im_); }
 
   long n_chains() const { return opt_.n_chains; }
   long n_steps_per_sample() const { return (opt_.n_samples + opt_.n_chains - 1) / opt_.n_chains; }

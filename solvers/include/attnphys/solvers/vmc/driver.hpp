@@ -1,0 +1,85 @@
+#pragma once
+// The VMC loop: sample |ψ|², estimate the energy, update the parameters (SR, minSR or Adam), repeat.
+//
+//   vmc::VmcDriver<double> driver(model, H, options);
+//   auto history = driver.run(300, &logger, {[](const vmc::VmcStep& s) { return s.error > 1e-4; }});
+//
+// A callback returning false stops the run after that step. A NaN or infinite energy stops it with an Error.
+// Checkpoints hold the parameters, the optimizer state, the chain states and the random-number counter, so a
+// restarted run continues exactly as the uninterrupted one would.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnphys/core/logging.hpp"
+#include "attnphys/core/optim.hpp"
+#include "attnphys/physics/spin/hamiltonian.hpp"
+#include "attnphys/solvers/vmc/diagnostics.hpp"
+#include "attnphys/solvers/vmc/sampler.hpp"
+
+namespace attnphys::vmc {
+
+struct VmcOptions {
+  SamplerOptions sampler;
+  std::string optimizer = "sr";  // sr (P×P or minSR, whichever is smaller) | pxp | minsr | adam
+  double lr = 0.05;              // SR step τ, or Adam's learning rate
+  double diag_shift = 1e-2;      // SR diagonal shift, decaying geometrically ...
+  double diag_shift_final = 1e-4;
+  long diag_shift_steps = 300;   // ... to diag_shift_final over this many iterations
+  double rcond = 1e-12;          // pseudo-inverse cut-off (relative)
+  long chunk_size = 1024;        // samples per model evaluation
+  long n_iter = 300;
+  std::string log_path;          // CSV log (empty: none)
+  std::string checkpoint_path;   // written every checkpoint_every iterations and at the end (empty: never)
+  long checkpoint_every = 0;
+
+  void declare(OptionSet& set, const std::string& section = "vmc");
+  void validate() const;
+};
+
+double scheduled_diag_shift(const VmcOptions& o, long iteration);
+
+struct VmcStep {
+  long iteration = 0;
+  double energy = 0, energy_imag = 0, error = 0, variance = 0, v_score = 0, tau = 1, r_hat = 1;
+  double acceptance = 0, diag_shift = 0, grad_norm = 0, seconds = 0;
+  bool used_pinv = false;
+};
+
+template <class T>
+class VmcDriver {
+ public:
+  using Callback = std::function<bool(const VmcStep&)>;
+
+  VmcDriver(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const VmcOptions& options);
+
+  // n_iter iterations (options().n_iter when negative); logs each to `logger` when given.
+  std::vector<VmcStep> run(long n_iter = -1, CsvLogger* logger = nullptr,
+                           const std::vector<Callback>& callbacks = {});
+  VmcStep step();
+  // Energy statistics of the current state from n_samples fresh samples (0: the sampler's setting); no update.
+  ChainStats estimate_energy(long n_samples = 0);
+
+  void save_checkpoint(const std::string& path) const;
+  void load_checkpoint(const std::string& path);
+
+  long iteration() const { return iter_; }
+  MetropolisSampler<T>& sampler() { return *sampler_; }
+  const VmcOptions& options() const { return opt_; }
+  static std::vector<std::string> log_columns();
+  static std::vector<double> log_row(const VmcStep& s);
+
+ private:
+  LogPsiModel<T>& model_;
+  const spin::SpinHamiltonian& H_;
+  VmcOptions opt_;
+  std::unique_ptr<MetropolisSampler<T>> sampler_;
+  Optimizer adam_;
+  long iter_ = 0;
+  View2<T> samples_, o_re_, o_im_;
+  View1<T> lp_re_, lp_im_, e_re_, e_im_, delta_;
+  ChainStats energy_stats(const MetropolisSampler<T>& s);
+};
+
+}  // namespace attnphys::vmc

@@ -1,0 +1,210 @@
+#include "attnphys/solvers/vmc/driver.hpp"
+
+#include <chrono>
+#include <cmath>
+
+#include "attnphys/core/hdf5_io.hpp"
+#include "attnphys/solvers/vmc/local_energy.hpp"
+#include "attnphys/solvers/vmc/sr.hpp"
+
+namespace attnphys::vmc {
+
+void VmcOptions::declare(OptionSet& s, const std::string& p) {
+  sampler.declare(s);
+  s.add(p + ".optimizer", &optimizer, "parameter update", {"sr", "pxp", "minsr", "adam"});
+  s.add(p + ".lr", &lr, "SR step or Adam learning rate", Range::positive());
+  s.add(p + ".diag_shift", &diag_shift, "initial SR diagonal shift", Range::non_negative());
+  s.add(p + ".diag_shift_final", &diag_shift_final, "final SR diagonal shift", Range::non_negative());
+  s.add(p + ".diag_shift_steps", &diag_shift_steps, "iterations of the diagonal-shift decay", Range::at_least(1));
+  s.add(p + ".rcond", &rcond, "pseudo-inverse cut-off", Range::positive());
+  s.add(p + ".chunk_size", &chunk_size, "samples per model evaluation", Range::at_least(1));
+  s.add(p + ".n_iter", &n_iter, "iterations", Range::non_negative());
+  s.add(p + ".log_path", &log_path, "CSV log file (empty: none)");
+  s.add(p + ".checkpoint_path", &checkpoint_path, "checkpoint file (empty: none)");
+  s.add(p + ".checkpoint_every", &checkpoint_every, "iterations between checkpoints (0: only at the end)",
+        Range::non_negative());
+}
+
+void VmcOptions::validate() const {
+  sampler.validate();
+  require(optimizer == "sr" || optimizer == "pxp" || optimizer == "minsr" || optimizer == "adam",
+          "unknown optimizer '", optimizer, "': use sr, pxp, minsr or adam");
+  require(lr > 0 && diag_shift >= 0 && diag_shift_final >= 0 && diag_shift_steps >= 1 && chunk_size >= 1,
+          "VMC options: lr > 0, diagonal shifts >= 0, diag_shift_steps >= 1 and chunk_size >= 1 are required");
+}
+
+double scheduled_diag_shift(const VmcOptions& o, long it) {
+  if (o.diag_shift <= 0 || o.diag_shift_final <= 0) return it >= o.diag_shift_steps ? o.diag_shift_final : o.diag_shift;
+  const double f = std::min(1.0, double(it) / double(o.diag_shift_steps));
+  return o.diag_shift * std::pow(o.diag_shift_final / o.diag_shift, f);
+}
+
+namespace {
+OptimizerOptions adam_options(double lr) {
+  OptimizerOptions a;
+  a.kind = "adam";
+  a.lr = lr;
+  return a;
+}
+}  // namespace
+
+template <class T>
+VmcDriver<T>::VmcDriver(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const VmcOptions& o)
+    : model_(model), H_(H), opt_(o), adam_(adam_options(o.lr)) {
+  o.validate();
+  require(model.n_sites() == H.n_sites(), "the model has ", model.n_sites(), " sites, the Hamiltonian ",
+          H.n_sites());
+  sampler_ = std::make_unique<MetropolisSampler<T>>(model, o.sampler, o.sampler.periodic);
+  delta_ = View1<T>("attnphys::vmc_delta", model.n_parameters());
+}
+
+template <class T>
+ChainStats VmcDriver<T>::energy_stats(const MetropolisSampler<T>& s) {
+  const long M = samples_.extent(0);
+  if (e_re_.extent(0) != std::size_t(M)) {
+    e_re_ = View1<T>("attnphys::vmc_e_re", M);
+    e_im_ = View1<T>("attnphys::vmc_e_im", M);
+  }
+  local_energy<T>(model_, H_, samples_, lp_re_, lp_im_, e_re_, e_im_, opt_.chunk_size);
+  auto h = to_host(e_re_);
+  std::vector<double> x(M);
+  for (long m = 0; m < M; ++m) x[m] = double(h(m));
+  ChainStats st = chain_statistics(x, M / s.n_chains(), s.n_chains());
+  require(std::isfinite(st.mean), "VMC energy is ", st.mean, " at iteration ", iter_,
+          ": the wavefunction diverged. Lower vmc.lr, raise vmc.diag_shift, or restart from the last checkpoint");
+  return st;
+}
+
+template <class T>
+ChainStats VmcDriver<T>::estimate_energy(long n_samples) {
+  ScopedRegion region("attnphys::vmc_estimate");
+  if (n_samples > 0) {
+    SamplerOptions so = opt_.sampler;
+    so.n_samples = n_samples;
+    so.seed = opt_.sampler.seed + 7919 * (iter_ + 1);
+    MetropolisSampler<T> s(model_, so, so.periodic);
+    s.sample(samples_, lp_re_, lp_im_);
+    return energy_stats(s);
+  }
+  sampler_->sample(samples_, lp_re_, lp_im_);
+  return energy_stats(*sampler_);
+}
+
+template <class T>
+VmcStep VmcDriver<T>::step() {
+  ScopedRegion region("attnphys::vmc_step");
+  const auto t0 = std::chrono::steady_clock::now();
+  VmcStep out;
+  out.iteration = iter_;
+  sampler_->reset_acceptance();
+  sampler_->sample(samples_, lp_re_, lp_im_);
+  out.acceptance = sampler_->acceptance();
+  const ChainStats st = energy_stats(*sampler_);
+  {
+    auto hi = to_host(e_im_);
+    double s = 0;
+    for (std::size_t m = 0; m < hi.extent(0); ++m) s += double(hi(m));
+    out.energy_imag = s / double(hi.extent(0));
+  }
+  out.energy = st.mean;
+  out.error = st.error;
+  out.variance = st.variance;
+  out.tau = st.tau;
+  out.r_hat = st.r_hat;
+  out.v_score = v_score(model_.n_sites(), st.mean, st.variance);
+
+  const long M = samples_.extent(0), P = model_.n_parameters();
+  if (o_re_.extent(0) != std::size_t(M) || o_re_.extent(1) != std::size_t(P)) {
+    o_re_ = View2<T>("attnphys::vmc_o_re", M, P);
+    o_im_ = View2<T>("attnphys::vmc_o_im", M, P);
+  }
+  for (long m0 = 0; m0 < M; m0 += opt_.chunk_size) {
+    const auto r = Kokkos::make_pair(m0, std::min(M, m0 + opt_.chunk_size));
+    model_.log_psi_gradients(Kokkos::subview(samples_, r, Kokkos::ALL()), Kokkos::subview(o_re_, r, Kokkos::ALL()),
+                             Kokkos::subview(o_im_, r, Kokkos::ALL()));
+  }
+  auto& buf = model_.parameters();
+  out.diag_shift = scheduled_diag_shift(opt_, iter_);
+  if (opt_.optimizer == "adam") {
+    const auto info = sr_direction<T>(o_re_, o_im_, e_re_, e_im_, 0.0, "minsr", opt_.rcond, delta_, buf.grads());
+    (void)info;
+    out.grad_norm = l2_norm<T>(buf.grads());
+    adam_.step(buf, opt_.lr);
+  } else {
+    const std::string form = opt_.optimizer == "sr" ? "auto" : opt_.optimizer;
+    const auto info = sr_direction<T>(o_re_, o_im_, e_re_, e_im_, out.diag_shift, form, opt_.rcond, delta_);
+    out.grad_norm = info.grad_norm;
+    out.used_pinv = info.used_pinv;
+    const auto p = buf.params();
+    const auto d = delta_;
+    const T lr = T(opt_.lr);
+    Kokkos::parallel_for(
+        "attnphys::vmc_update", Kokkos::RangePolicy<ExecSpace>(0, P), KOKKOS_LAMBDA(const long k) { p(k) -= lr * d(k); });
+  }
+  sampler_->refresh();
+  ++iter_;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+template <class T>
+std::vector<std::string> VmcDriver<T>::log_columns() {
+  return {"iteration", "energy", "energy_imag", "error", "variance", "v_score", "tau", "r_hat", "acceptance",
+          "diag_shift", "grad_norm", "seconds"};
+}
+
+template <class T>
+std::vector<double> VmcDriver<T>::log_row(const VmcStep& s) {
+  return {double(s.iteration), s.energy, s.energy_imag, s.error, s.variance, s.v_score, s.tau, s.r_hat,
+          s.acceptance, s.diag_shift, s.grad_norm, s.seconds};
+}
+
+template <class T>
+std::vector<VmcStep> VmcDriver<T>::run(long n_iter, CsvLogger* logger, const std::vector<Callback>& callbacks) {
+  if (n_iter < 0) n_iter = opt_.n_iter;
+  std::vector<VmcStep> history;
+  std::unique_ptr<CsvLogger> own;
+  if (!logger && !opt_.log_path.empty()) {
+    own = std::make_unique<CsvLogger>(opt_.log_path, log_columns(), iter_ > 0);
+    logger = own.get();
+  }
+  for (long k = 0; k < n_iter; ++k) {
+    history.push_back(step());
+    if (logger) logger->row(log_row(history.back()));
+    if (!opt_.checkpoint_path.empty() && opt_.checkpoint_every > 0 && iter_ % opt_.checkpoint_every == 0)
+      save_checkpoint(opt_.checkpoint_path);
+    bool go = true;
+    for (const auto& cb : callbacks) go = cb(history.back()) && go;
+    if (!go) break;
+  }
+  if (!opt_.checkpoint_path.empty()) save_checkpoint(opt_.checkpoint_path);
+  return history;
+}
+
+template <class T>
+void VmcDriver<T>::save_checkpoint(const std::string& path) const {
+  h5::Writer w(path, "vmc_checkpoint", 1);
+  h5::write_parameters(w, "/model", model_.parameters(), true);
+  h5::write_view(w, "/sampler/states", sampler_->states());
+  w.set_attr("/", "iteration", iter_);
+  w.set_attr("/", "sampler_step", long(sampler_->step_counter()));
+  w.set_attr("/", "adam_steps", adam_.steps_taken());
+  w.set_attr("/", "model_name", model_.name());
+  w.commit();
+}
+
+template <class T>
+void VmcDriver<T>::load_checkpoint(const std::string& path) {
+  h5::Reader r(path, "vmc_checkpoint", 1);
+  h5::read_parameters(r, "/model", model_.parameters(), true);
+  View2<T> states("attnphys::vmc_states", sampler_->states().extent(0), sampler_->states().extent(1));
+  h5::read_view(r, "/sampler/states", states);
+  sampler_->restore(states, std::uint64_t(r.attr_long("/", "sampler_step")));
+  iter_ = r.attr_long("/", "iteration");
+  adam_.set_steps_taken(r.attr_long("/", "adam_steps"));
+}
+
+template class VmcDriver<float>;
+template class VmcDriver<double>;
+
+}  // namespace attnphys::vmc

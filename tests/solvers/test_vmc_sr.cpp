@@ -1,0 +1,196 @@
+// SR against a dense complex reference, RBM gradients against finite differences, and the VMC driver: reaching the
+// ED energy, stopping on a callback or a NaN, restarting from a checkpoint exactly.
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <complex>
+#include <cstdio>
+
+#include "attnphys/core/random.hpp"
+#include "attnphys/solvers/ed/exact.hpp"
+#include "attnphys/solvers/vmc/driver.hpp"
+#include "attnphys/solvers/vmc/rbm.hpp"
+#include "attnphys/solvers/vmc/sr.hpp"
+
+using namespace attnphys;
+using namespace attnphys::vmc;
+
+namespace {
+template <class V>
+Eigen::MatrixXd host_matrix(const V& v) {
+  auto h = to_host(v);
+  Eigen::MatrixXd m(h.extent(0), h.extent(1));
+  for (std::size_t i = 0; i < h.extent(0); ++i)
+    for (std::size_t j = 0; j < h.extent(1); ++j) m(i, j) = h(i, j);
+  return m;
+}
+
+Eigen::VectorXd sr_reference(const Eigen::MatrixXd& ore, const Eigen::MatrixXd& oim, const Eigen::VectorXd& ere,
+                             const Eigen::VectorXd& eim, double shift) {
+  const long M = ore.rows(), P = ore.cols();
+  Eigen::MatrixXcd O(M, P);
+  O.real() = ore;
+  O.imag() = oim;
+  Eigen::VectorXcd E(M);
+  E.real() = ere;
+  E.imag() = eim;
+  O.rowwise() -= O.colwise().mean();
+  E.array() -= E.mean();
+  Eigen::MatrixXd S = (O.adjoint() * O).real() / double(M);
+  Eigen::VectorXd F = (O.adjoint() * E).real() / double(M);
+  S.diagonal().array() += shift;
+  return S.completeOrthogonalDecomposition().solve(F);
+}
+}  // namespace
+
+TEST(StochasticReconfiguration, PxPAndMinSrMatchDenseReference) {
+  for (auto [M, P] : std::vector<std::pair<long, long>>{{40, 7}, {6, 33}}) {
+    View2<double> ore("ore", M, P), oim("oim", M, P);
+    View1<double> ere("ere", M), eim("eim", M), d1("d1", P), d2("d2", P), g("g", P);
+    fill_normal(ore, 1, 1);
+    fill_normal(oim, 1, 2);
+    fill_normal(ere, 1, 3);
+    fill_normal(eim, 1, 4);
+    Eigen::VectorXd ere_h(M), eim_h(M);
+    auto he = to_host(ere), hi = to_host(eim);
+    for (long m = 0; m < M; ++m) {
+      ere_h[m] = he(m);
+      eim_h[m] = hi(m);
+    }
+    for (double shift : {1e-2, 0.0}) {
+      const auto ref = sr_reference(host_matrix(ore), host_matrix(oim), ere_h, eim_h, shift);
+      auto i1 = sr_direction<double>(ore, oim, ere, eim, shift, "pxp", 1e-12, d1, g);
+      auto i2 = sr_direction<double>(ore, oim, ere, eim, shift, "minsr", 1e-12, d2);
+      EXPECT_EQ(i1.form, "pxp");
+      EXPECT_EQ(i2.form, "minsr");
+      // Without a shift and with fewer samples than parameters S is singular: the pseudo-inverse takes over.
+      if (shift == 0.0 && 2 * M < P) EXPECT_TRUE(i1.used_pinv);
+      auto h1 = to_host(d1), h2 = to_host(d2);
+      for (long k = 0; k < P; ++k) {
+        EXPECT_NEAR(h1(k), ref[k], 1e-8 * (1 + ref.norm())) << M << "x" << P << " shift " << shift;
+        EXPECT_NEAR(h2(k), ref[k], 1e-8 * (1 + ref.norm())) << M << "x" << P << " shift " << shift;
+      }
+      EXPECT_NEAR(i1.grad_norm, l2_norm<double>(Unmanaged1<double>(g.data(), P)), 1e-12);
+    }
+  }
+}
+
+TEST(Rbm, GradientsMatchFiniteDifferences) {
+  for (bool complex : {true, false}) {
+    const int n = 5, B = 3;
+    Rbm<double> rbm(n, RbmOptions{1.6, complex, true, 0.4, 3});
+    View2<double> s("s", B, n);
+    fill_uniform(s, 2, 0, -1, 1);
+    auto hs = to_host(s);
+    for (std::size_t k = 0; k < hs.size(); ++k) hs.data()[k] = hs.data()[k] < 0 ? -1 : 1;
+    Kokkos::deep_copy(s, hs);
+    const long P = rbm.n_parameters();
+    View2<double> ore("ore", B, P), oim("oim", B, P);
+    rbm.log_psi_gradients(s, ore, oim);
+    auto gre = to_host(ore), gim = to_host(oim);
+    auto theta = rbm.parameters().get_host();
+    View1<double> re("re", B), im("im", B);
+    const double h = 1e-6;
+    for (long k = 0; k < P; ++k) {
+      double fr[2][B], fi[2][B];
+      for (int side = 0; side < 2; ++side) {
+        auto t = theta;
+        t[k] += side ? h : -h;
+        rbm.parameters().set_host(t);
+        rbm.log_psi(s, re, im);
+        auto a = to_host(re), b = to_host(im);
+        for (int i = 0; i < B; ++i) {
+          fr[side][i] = a(i);
+          fi[side][i] = b(i);
+        }
+      }
+      for (int i = 0; i < B; ++i) {
+        EXPECT_NEAR((fr[1][i] - fr[0][i]) / (2 * h), gre(i, k), 1e-7) << "param " << k;
+        EXPECT_NEAR((fi[1][i] - fi[0][i]) / (2 * h), gim(i, k), 1e-7) << "param " << k;
+      }
+    }
+    rbm.parameters().set_host(theta);
+  }
+}
+
+namespace {
+spin::ChainModel tfim8() {
+  spin::ChainModel m;
+  m.model = "tfim";
+  m.n = 8;
+  m.bc = "open";
+  m.h = 1.0;
+  return m;
+}
+VmcOptions quick_options() {
+  VmcOptions o;
+  o.sampler.n_chains = 64;
+  o.sampler.n_samples = 1024;
+  o.sampler.n_discard = 4;
+  o.lr = 0.05;
+  o.diag_shift = 1e-2;
+  o.diag_shift_final = 1e-4;
+  o.diag_shift_steps = 100;
+  return o;
+}
+}  // namespace
+
+TEST(VmcDriver, RbmReachesTheTfimGroundStateEnergy) {
+  const auto m = tfim8();
+  const double exact = *ed::reference_energy(m);
+  spin::SpinHamiltonian H(m);
+  Rbm<double> rbm(m.n, RbmOptions{1.0, false, true, 0.05, 7});
+  VmcDriver<double> driver(rbm, H, quick_options());
+  auto hist = driver.run(150);
+  ASSERT_EQ(hist.size(), 150u);
+  EXPECT_LT(hist.back().energy, hist.front().energy);
+  const auto st = driver.estimate_energy(16384);
+  EXPECT_LT(std::abs(st.mean - exact) / std::abs(exact), 1e-3) << st.mean << " vs " << exact;
+  EXPECT_GE(st.mean, exact - 4 * st.error);  // variational, within the error bar
+  EXPECT_GT(hist.back().acceptance, 0.05);
+}
+
+TEST(VmcDriver, CallbackStopsAndCheckpointRestartsExactly) {
+  const auto m = tfim8();
+  spin::SpinHamiltonian H(m);
+  const std::string path = "/tmp/attnphys_vmc_ckpt_" + std::to_string(::getpid()) + ".h5";
+  for (const char* opt : {"sr", "adam"}) {
+    auto o = quick_options();
+    o.optimizer = opt;
+    o.lr = std::string(opt) == "adam" ? 0.01 : 0.05;
+    o.sampler.n_samples = 256;
+    Rbm<double> a(m.n, RbmOptions{1.0, true, true, 0.05, 7});
+    VmcDriver<double> da(a, H, o);
+    auto first = da.run(10, nullptr, {[](const VmcStep& s) { return s.iteration < 3; }});
+    EXPECT_EQ(first.size(), 4u);
+    da.save_checkpoint(path);
+    auto cont = da.run(3);
+    Rbm<double> b(m.n, RbmOptions{1.0, true, true, 0.5, 99});  // different start, overwritten by the checkpoint
+    VmcDriver<double> db(b, H, o);
+    db.load_checkpoint(path);
+    EXPECT_EQ(db.iteration(), 4);
+    auto again = db.run(3);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_EQ(again[k].iteration, cont[k].iteration);
+      EXPECT_DOUBLE_EQ(again[k].energy, cont[k].energy) << opt << " step " << k;
+    }
+  }
+  std::remove(path.c_str());
+}
+
+TEST(VmcDriver, NanEnergyStopsWithAClearMessage) {
+  const auto m = tfim8();
+  spin::SpinHamiltonian H(m);
+  Rbm<double> rbm(m.n, RbmOptions{1.0, false, true, 0.05, 7});
+  auto p = rbm.parameters().get_host();
+  p[0] = NAN;
+  rbm.parameters().set_host(p);
+  VmcDriver<double> d(rbm, H, quick_options());
+  try {
+    d.run(2);
+    FAIL() << "a NaN energy must stop the run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nan"), std::string::npos) << e.what();
+  }
+}
