@@ -1,0 +1,28 @@
+"""Spin chains: models, exact diagonalisation, local energies, the RBM baseline and VMC.
+
+Conventions (MISSION.md): TFIM H = -J Σ Z_i Z_{i+1} - h Σ X_i (Pauli matrices); XXZ/Heisenberg/J1-J2 with spin-1/2
+operators S = σ/2. Spins are ±1 arrays of shape [B, N]; σ_i = +1 is spin up (bit i set in a basis state).
+
+    from attnphys import spin
+    m = spin.ChainModel("heisenberg", n=16, bc="periodic")
+    spin.exact_ground_state(m)["energy"]          # -7.142296361...
+    rbm = spin.Rbm(m.n, alpha=2)
+    vmc = spin.Vmc(m, rbm, {"vmc.lr": 0.05, "sampler.n_samples": 1024})
+    history = vmc.run(200, callback=lambda step: step["error"] > 1e-4)
+"""
+import numpy as _np
+
+from ._core.spin import (  # noqa: F401
+    ChainModel,
+    Rbm,
+    Vmc,
+    connected,
+    exact_ground_state,
+    reference_energy,
+)
+
+
+def all_states(n):
+    """Every configuration of n spins as a [2^n, n] array of ±1 (bit i of the row index is spin i)."""
+    idx = _np.arange(2 ** n, dtype=_np.int64)[:, None]
+    return _np.where((idx >> _np.arange(n)) & 1, 1.0, -1.0)

@@ -1,0 +1,246 @@
+// attnphys.spin: spin chains from Python — the chain model, exact diagonalisation and reference energies,
+// connected configurations and local energies, the RBM baseline ansatz and the VMC driver (float64).
+#include "attnphys/solvers/ed/exact.hpp"
+#include "attnphys/solvers/vmc/driver.hpp"
+#include "attnphys/solvers/vmc/local_energy.hpp"
+#include "attnphys/solvers/vmc/rbm.hpp"
+#include "bindings.hpp"
+
+namespace attnphys::python {
+
+namespace {
+
+using spin::ChainModel;
+
+View2<double> spins_in(const Array<double>& s, int n) {
+  require(s.ndim() == 2 && s.shape(1) == n, "sigma must be a [B, ", n, "] array of ±1, got shape ", shape_str(s));
+  const long B = s.shape(0);
+  for (long k = 0; k < B * n; ++k)
+    require(s.data()[k] == 1.0 || s.data()[k] == -1.0, "sigma must hold only +1 and -1, found ", s.data()[k]);
+  View2<double> v("attnphys::py_sigma", B, n);
+  Kokkos::deep_copy(v, HostView2<const double>(s.data(), B, n));
+  return v;
+}
+
+template <class V>
+Array<double> out_array(const V& v, std::vector<long> shape) {
+  Array<double> out(shape);
+  auto h = to_host(v);
+  std::copy(h.data(), h.data() + h.span(), out.mutable_data());
+  return out;
+}
+
+struct PyRbm {
+  std::unique_ptr<vmc::Rbm<double>> rbm;
+  LiveToken token;
+};
+
+struct PyVmc {
+  std::shared_ptr<spin::SpinHamiltonian> H;
+  std::unique_ptr<vmc::VmcDriver<double>> driver;
+  LiveToken token;
+};
+
+py::dict step_dict(const vmc::VmcStep& s) {
+  py::dict d;
+  const auto cols = vmc::VmcDriver<double>::log_columns();
+  const auto row = vmc::VmcDriver<double>::log_row(s);
+  for (std::size_t k = 0; k < cols.size(); ++k) d[cols[k].c_str()] = row[k];
+  d["iteration"] = s.iteration;
+  d["used_pinv"] = s.used_pinv;
+  return d;
+}
+
+}  // namespace
+
+void bind_spin(py::module_& m) {
+  auto sp = m.def_submodule("spin", "spin chains: models, exact diagonalisation, local energies, RBM and VMC");
+
+  py::class_<ChainModel>(sp, "ChainModel", "a spin-chain model with MISSION.md's conventions")
+      .def(py::init([](const std::string& model, int n, const std::string& bc, double J, double h, double delta,
+                       double j2) {
+             ChainModel c;
+             c.model = model;
+             c.n = n;
+             c.bc = bc;
+             c.J = J;
+             c.h = h;
+             c.delta = delta;
+             c.j2 = j2;
+             c.validate();
+             return c;
+           }),
+           py::arg("model") = "tfim", py::arg("n") = 20, py::arg("bc") = "open", py::arg("J") = 1.0,
+           py::arg("h") = 1.0, py::arg("delta") = 1.0, py::arg("j2") = 0.5)
+      .def_readwrite("model", &ChainModel::model)
+      .def_readwrite("n", &ChainModel::n)
+      .def_readwrite("bc", &ChainModel::bc)
+      .def_readwrite("J", &ChainModel::J)
+      .def_readwrite("h", &ChainModel::h)
+      .def_readwrite("delta", &ChainModel::delta)
+      .def_readwrite("j2", &ChainModel::j2)
+      .def_property_readonly("periodic", &ChainModel::periodic)
+      .def_property_readonly("conserves_sz", &ChainModel::conserves_sz)
+      .def("describe", &ChainModel::describe)
+      .def("__repr__", [](const ChainModel& c) { return "ChainModel(" + c.describe() + ")"; });
+
+  sp.def("reference_energy", [](const ChainModel& c) -> py::object {
+    auto r = ed::reference_energy(c);
+    if (r) return py::float_(*r);
+    return py::none();
+  }, py::arg("model"), "closed-form ground-state energy when one is known (TFIM, Majumdar-Ghosh), else None");
+
+  sp.def("exact_ground_state", [](const ChainModel& c, int n_states, bool want_vectors, bool use_sz_sector) {
+    require(c.n <= 26, "exact_ground_state: n = ", c.n, " is too large from Python (use n <= 26)");
+    ed::EdOptions o;
+    o.n_states = n_states;
+    o.want_vectors = want_vectors;
+    o.use_sz_sector = use_sz_sector;
+    ed::EdResult r;
+    {
+      py::gil_scoped_release release;
+      r = ed::exact_ground_state(c, o);
+    }
+    py::dict d;
+    d["energy"] = r.energies[0];
+    d["energies"] = r.energies;
+    d["sector"] = r.sector;
+    d["dimension"] = r.dimension;
+    d["matvecs"] = r.matvecs;
+    d["converged"] = r.converged;
+    d["seconds"] = r.seconds;
+    if (want_vectors) {
+      // Vectors are over the sector's basis states (bit i set: spin i up), listed in `states`.
+      const auto space = ed::ed_space(c, use_sz_sector);
+      py::array_t<std::uint64_t> states(space.size());
+      for (long k = 0; k < space.size(); ++k) states.mutable_data()[k] = space.state(k);
+      Array<double> vec({long(r.vectors.size()), space.size()});
+      for (std::size_t k = 0; k < r.vectors.size(); ++k)
+        std::copy(r.vectors[k].begin(), r.vectors[k].end(), vec.mutable_data() + k * space.size());
+      d["states"] = states;
+      d["vectors"] = vec;
+    }
+    return d;
+  }, py::arg("model"), py::arg("n_states") = 1, py::arg("want_vectors") = false, py::arg("use_sz_sector") = true,
+     "Lanczos ground state (and excitations) in the ground state's Sz sector");
+
+  sp.def("connected", [](const ChainModel& c, const Array<double>& sigma) {
+    spin::SpinHamiltonian H(c);
+    auto s = spins_in(sigma, c.n);
+    const long B = s.extent(0);
+    const int K = H.max_conn();
+    View3<double> conn("attnphys::py_conn", B, K, c.n);
+    View2<double> el("attnphys::py_el", B, K);
+    spin::connected_configs<double>(H, s, conn, el);
+    return py::make_tuple(out_array(conn, {B, K, c.n}), out_array(el, {B, K}));
+  }, py::arg("model"), py::arg("sigma"),
+     "connected configurations [B, max_conn, N] and matrix elements [B, max_conn] (slot 0: the diagonal)");
+
+  py::class_<PyRbm>(sp, "Rbm", "restricted Boltzmann machine ansatz (complex or real parameters)")
+      .def(py::init([](int n, double alpha, bool complex, bool visible_bias, double init_std, long seed) {
+             auto p = std::make_unique<PyRbm>();
+             p->rbm = std::make_unique<vmc::Rbm<double>>(
+                 n, vmc::RbmOptions{alpha, complex, visible_bias, init_std, std::uint64_t(seed)});
+             return p;
+           }),
+           py::arg("n"), py::arg("alpha") = 1.0, py::arg("complex") = true, py::arg("visible_bias") = true,
+           py::arg("init_std") = 0.01, py::arg("seed") = 1)
+      .def_property_readonly("n_parameters", [](const PyRbm& p) { return p.rbm->n_parameters(); })
+      .def_property_readonly("n_sites", [](const PyRbm& p) { return p.rbm->n_sites(); })
+      .def("get_parameters", [](const PyRbm& p) {
+        auto v = p.rbm->parameters().get_host();
+        Array<double> out(long(v.size()));
+        std::copy(v.begin(), v.end(), out.mutable_data());
+        return out;
+      })
+      .def("set_parameters", [](PyRbm& p, const Array<double>& a) {
+        require(a.ndim() == 1 && a.shape(0) == p.rbm->n_parameters(), "expected ", p.rbm->n_parameters(),
+                " parameters, got shape ", shape_str(a));
+        p.rbm->parameters().set_host(std::vector<double>(a.data(), a.data() + a.shape(0)));
+      })
+      .def("log_psi", [](PyRbm& p, const Array<double>& sigma) {
+        auto s = spins_in(sigma, p.rbm->n_sites());
+        const long B = s.extent(0);
+        View1<double> re("re", B), im("im", B);
+        p.rbm->log_psi(s, re, im);
+        auto hr = to_host(re), hi = to_host(im);
+        py::array_t<std::complex<double>> out(B);
+        for (long b = 0; b < B; ++b) out.mutable_data()[b] = {hr(b), hi(b)};
+        return out;
+      }, py::arg("sigma"), "complex log ψ of a batch [B, N] of ±1 spins")
+      .def("gradients", [](PyRbm& p, const Array<double>& sigma) {
+        auto s = spins_in(sigma, p.rbm->n_sites());
+        const long B = s.extent(0), P = p.rbm->n_parameters();
+        View2<double> ore("ore", B, P), oim("oim", B, P);
+        p.rbm->log_psi_gradients(s, ore, oim);
+        auto hr = to_host(ore), hi = to_host(oim);
+        py::array_t<std::complex<double>> out({B, P});
+        for (long k = 0; k < B * P; ++k) out.mutable_data()[k] = {hr.data()[k], hi.data()[k]};
+        return out;
+      }, py::arg("sigma"), "per-sample ∂ log ψ / ∂θ [B, P] (complex)")
+      .def("local_energies", [](PyRbm& p, const ChainModel& c, const Array<double>& sigma) {
+        require(c.n == p.rbm->n_sites(), "model has ", c.n, " sites, the RBM ", p.rbm->n_sites());
+        spin::SpinHamiltonian H(c);
+        auto s = spins_in(sigma, c.n);
+        const long B = s.extent(0);
+        View1<double> lr("lr", B), li("li", B), er("er", B), ei("ei", B);
+        p.rbm->log_psi(s, lr, li);
+        vmc::local_energy<double>(*p.rbm, H, s, lr, li, er, ei);
+        auto hr = to_host(er), hi = to_host(ei);
+        py::array_t<std::complex<double>> out(B);
+        for (long b = 0; b < B; ++b) out.mutable_data()[b] = {hr(b), hi(b)};
+        return out;
+      }, py::arg("model"), py::arg("sigma"), "E_loc(σ) = Σ H_σσ' ψ(σ')/ψ(σ) of a batch (complex)");
+
+  py::class_<PyVmc>(sp, "Vmc", "VMC driver: Metropolis sampling, SR/minSR/Adam updates, checkpoints")
+      .def(py::init([](const ChainModel& c, PyRbm& rbm, const std::map<std::string, py::object>& options) {
+             vmc::VmcOptions o;
+             o.sampler.fixed_sz = c.conserves_sz();
+             o.sampler.two_sz = spin::ground_state_two_sz(c.n);
+             o.sampler.periodic = c.periodic();
+             OptionSet set;
+             o.declare(set);
+             for (const auto& [k, v] : options) {
+               std::string text = py::isinstance<py::bool_>(v) ? (v.cast<bool>() ? "true" : "false")
+                                                                : py::str(v).cast<std::string>();
+               set.set(k + "=" + text);
+             }
+             auto p = std::make_unique<PyVmc>();
+             p->H = std::make_shared<spin::SpinHamiltonian>(c);
+             p->driver = std::make_unique<vmc::VmcDriver<double>>(*rbm.rbm, *p->H, o);
+             return p;
+           }),
+           py::arg("model"), py::arg("rbm"), py::arg("options") = std::map<std::string, py::object>{},
+           py::keep_alive<1, 3>(),
+           "options: {'vmc.lr': 0.05, 'sampler.n_samples': 1024, ...} (keys as in the TOML configs)")
+      .def("run", [](PyVmc& p, long n_iter, py::object callback) {
+        std::vector<vmc::VmcDriver<double>::Callback> cbs;
+        if (!callback.is_none())
+          cbs.push_back([callback](const vmc::VmcStep& s) {
+            py::object r = callback(step_dict(s));
+            return r.is_none() || r.cast<bool>();
+          });
+        py::list out;
+        for (const auto& s : p.driver->run(n_iter, nullptr, cbs)) out.append(step_dict(s));
+        return out;
+      }, py::arg("n_iter"), py::arg("callback") = py::none(),
+         "n_iter iterations; callback(step: dict) returning False stops the run")
+      .def("estimate_energy", [](PyVmc& p, long n_samples) {
+        auto st = p.driver->estimate_energy(n_samples);
+        py::dict d;
+        d["energy"] = st.mean;
+        d["error"] = st.error;
+        d["variance"] = st.variance;
+        d["tau"] = st.tau;
+        d["r_hat"] = st.r_hat;
+        d["n"] = st.n;
+        return d;
+      }, py::arg("n_samples") = 0)
+      .def_property_readonly("iteration", [](const PyVmc& p) { return p.driver->iteration(); })
+      .def("save_checkpoint", [](const PyVmc& p, const std::string& path) { p.driver->save_checkpoint(path); })
+      .def("load_checkpoint", [](PyVmc& p, const std::string& path) { p.driver->load_checkpoint(path); });
+}
+
+static BindRegistrar reg("spin", bind_spin);
+
+}  // namespace attnphys::python
