@@ -90,27 +90,43 @@ HeatOperator::HeatOperator(const heat::HeatProblem& problem) : p_(problem) {
   if (has_forcing_) {
     forcing_host_ = HostView3<double>("forcing_host", e[0], e[1], e[2]);
     if (!forcing_time_dependent_) {
-      forcing_cache_ = View3<double>("attnphys::heat_forcing", e[0], e[1], e[2]);
-      forcing_time_dependent_ = true;  // let forcing() evaluate once
-      forcing(0.0, forcing_cache_);
-      forcing_time_dependent_ = false;
+      for (unsigned part = 0; part < 4; ++part) {
+        if (part == 3 || part >= unsigned(g.dim)) continue;  // no source when nothing depends on time
+        const bool any = p_.bc[part][0].value != 0.0 || p_.bc[part][1].value != 0.0;
+        if (p_.periodic(part) || !any) continue;
+        forcing_host({{1.0, 0.0, 1u << part}});
+        part_cache_[part] = View3<double>("attnphys::heat_forcing_part", e[0], e[1], e[2]);
+        Kokkos::deep_copy(part_cache_[part], forcing_host_);
+      }
     }
   }
 }
 
-void HeatOperator::forcing(double t, const View3<double>& out) const {
+void HeatOperator::forcing(const View3<double>& out, const std::vector<ForcingTerm>& terms) const {
   const auto e = spatial();
   require(long(out.extent(0)) == e[0] && long(out.extent(1)) == e[1] && long(out.extent(2)) == e[2],
           "forcing: output view has the wrong shape");
-  if (!has_forcing_) {
-    Kokkos::deep_copy(out, 0.0);
+  Kokkos::deep_copy(out, 0.0);
+  if (!has_forcing_) return;
+  if (forcing_time_dependent_) {
+    forcing_host(terms);
+    Kokkos::deep_copy(out, forcing_host_);
     return;
   }
-  if (!forcing_time_dependent_) {
-    Kokkos::deep_copy(out, forcing_cache_);
-    return;
-  }
+  for (const auto& term : terms)
+    for (unsigned part = 0; part < 4; ++part) {
+      if (!(term.parts & (1u << part)) || part_cache_[part].size() == 0) continue;
+      const auto src = part_cache_[part];
+      const double w = term.weight;
+      Kokkos::parallel_for(
+          "attnphys::heat_forcing_sum", Kokkos::RangePolicy<ExecSpace>(0, out.size()),
+          KOKKOS_LAMBDA(const long i) { out.data()[i] += w * src.data()[i]; });
+    }
+}
+
+void HeatOperator::forcing_host(const std::vector<ForcingTerm>& terms) const {
   ScopedRegion region("attnphys::heat_forcing");
+  const auto e = spatial();
   const auto& g = p_.grid;
   auto& f = forcing_host_;
   const std::array<long, 3> n = g.n;
@@ -119,29 +135,33 @@ void HeatOperator::forcing(double t, const View3<double>& out) const {
       for (long i = 0; i < e[2]; ++i) {
         const double x = p_.coord(0, i), y = g.dim >= 2 ? p_.coord(1, jy) : 0.0,
                      z = g.dim >= 3 ? p_.coord(2, kz) : 0.0;
-        double v = p_.source ? p_.source(x, y, z, t) : 0.0;
         const long idx[3] = {i, jy, kz};
-        for (int a = 0; a < g.dim; ++a) {
-          if (p_.periodic(a)) continue;
-          for (int s = 0; s < 2; ++s) {
-            if (idx[a] != (s == 0 ? 0 : n[a] - 1)) continue;
-            const auto& b = p_.bc[a][s];
-            double pos[3] = {x, y, z};
-            pos[a] = s == 0 ? 0.0 : g.length(a);
-            const double data = b.at(pos[0], pos[1], pos[2], t);
-            if (b.type == BcType::Neumann) {
-              v += data / g.h[a];
-            } else {
-              const long m = s == 0 ? 0 : n[a];
-              const auto& cf = cf_host_[a];
-              const double c = a == 0 ? cf(kz, jy, m) : a == 1 ? cf(kz, m, i) : cf(m, jy, i);
-              v += c * data;
+        double v = 0.0;
+        for (const auto& term : terms) {
+          const double t = term.t;
+          double w = 0.0;
+          if ((term.parts & Source) && p_.source) w += p_.source(x, y, z, t);
+          for (int a = 0; a < g.dim; ++a) {
+            if (!(term.parts & (1u << a)) || p_.periodic(a)) continue;
+            for (int s = 0; s < 2; ++s) {
+              if (idx[a] != (s == 0 ? 0 : n[a] - 1)) continue;
+              const auto& b = p_.bc[a][s];
+              double pos[3] = {x, y, z};
+              pos[a] = s == 0 ? 0.0 : g.length(a);
+              const double data = b.at(pos[0], pos[1], pos[2], t);
+              if (b.type == BcType::Neumann) {
+                w += data / g.h[a];
+              } else {
+                const long m = s == 0 ? 0 : n[a];
+                const auto& cf = cf_host_[a];
+                w += (a == 0 ? cf(kz, jy, m) : a == 1 ? cf(kz, m, i) : cf(m, jy, i)) * data;
+              }
             }
           }
+          v += term.weight * w;
         }
         f(kz, jy, i) = v;
       }
-  Kokkos::deep_copy(out, f);
 }
 
 void HeatOperator::combine(const View3<double>& out, const View3<double>& x, const View3<double>& y,

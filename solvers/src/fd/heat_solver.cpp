@@ -48,34 +48,29 @@ void HeatStepper::check_state(const View3<double>& u) const {
 void HeatStepper::ensure_work(const View3<double>& u) {
   if (tmp_.extent(0) != u.extent(0) || tmp_.extent(1) != u.extent(1) || tmp_.extent(2) != u.extent(2))
     tmp_ = View3<double>("attnphys::heat_work", u.extent(0), u.extent(1), u.extent(2));
-  if (op_.has_forcing() && G1_.size() == 0) {
+  if (op_.has_forcing() && G_.size() == 0) {
     const auto e = op_.spatial();
-    G1_ = View3<double>("attnphys::heat_forcing_1", e[0], e[1], e[2]);
-    G2_ = View3<double>("attnphys::heat_forcing_2", e[0], e[1], e[2]);
-    if (!op_.forcing_time_dependent()) {  // the same at every time level: load once
-      op_.forcing(0.0, G1_);
-      Kokkos::deep_copy(G2_, G1_);
-    }
+    G_ = View3<double>("attnphys::heat_forcing", e[0], e[1], e[2]);
+    // FTCS takes all of a static forcing at every step: load it once.
+    if (method_ == Method::Ftcs && !op_.forcing_time_dependent()) op_.forcing(G_, {{1.0, 0.0, HeatOperator::AllParts}});
   }
 }
 
-namespace {
-// Loads G(t) into g when it depends on time (otherwise g already holds it).
-void load(const HeatOperator& op, double t, const View3<double>& g) {
-  if (op.has_forcing() && op.forcing_time_dependent()) op.forcing(t, g);
-}
-}  // namespace
-
 void HeatStepper::ftcs_step(const View3<double>& in, const View3<double>& out, double t, double dt) {
-  load(op_, t, G1_);
-  op_.combine(out, in, in, {dt, dt, dt}, op_.has_forcing() ? dt : 0.0, G1_, 0.0, {});
+  if (op_.forcing_time_dependent()) op_.forcing(G_, {{1.0, t, HeatOperator::AllParts}});
+  op_.combine(out, in, in, {dt, dt, dt}, op_.has_forcing() ? dt : 0.0, G_, 0.0, {});
 }
 
 void HeatStepper::step(const View3<double>& u, double t, double dt) {
+  using H = HeatOperator;
   check_state(u);
   ensure_work(u);
   const bool g = op_.has_forcing();
+  const double w = g ? 1.0 : 0.0;  // weight of G_ in combine (0 skips it)
   const double h = 0.5 * dt;
+  auto load = [&](std::vector<H::ForcingTerm> terms) {
+    if (g) op_.forcing(G_, terms);
+  };
   if (method_ == Method::Ftcs) {
     long sub = 1;
     if (dt > ftcs_limit() * (1 + 1e-12)) {
@@ -90,26 +85,28 @@ void HeatStepper::step(const View3<double>& u, double t, double dt) {
     }
     return;
   }
+  const unsigned X = H::BoundaryX | H::Source, Y = H::BoundaryY, Z = H::BoundaryZ;
   if (op_.dim() == 1) {  // Crank–Nicolson
-    load(op_, t, G1_);
-    load(op_, t + dt, G2_);
-    op_.combine(tmp_, u, u, {h, 0, 0}, g ? h : 0.0, G1_, g ? h : 0.0, G2_);
+    load({{h, t, H::AllParts}, {h, t + dt, H::AllParts}});
+    op_.combine(tmp_, u, u, {h, 0, 0}, w, G_, 0.0, {});
     op_.solve_lines(0, h, tmp_);
     Kokkos::deep_copy(u, tmp_);
   } else if (op_.dim() == 2) {  // Peaceman–Rachford
-    load(op_, t + h, G1_);
-    op_.combine(tmp_, u, u, {0, h, 0}, g ? h : 0.0, G1_, 0.0, {});
+    load({{h, t + h, X}, {h, t, Y}});
+    op_.combine(tmp_, u, u, {0, h, 0}, w, G_, 0.0, {});
     op_.solve_lines(0, h, tmp_);
-    op_.combine(u, tmp_, tmp_, {h, 0, 0}, g ? h : 0.0, G1_, 0.0, {});
+    load({{h, t + h, X}, {h, t + dt, Y}});
+    op_.combine(u, tmp_, tmp_, {h, 0, 0}, w, G_, 0.0, {});
     op_.solve_lines(1, h, u);
-  } else {  // Douglas, θ = 1/2
-    load(op_, t, G1_);
-    load(op_, t + dt, G2_);
-    op_.combine(tmp_, u, u, {h, dt, dt}, g ? h : 0.0, G1_, g ? h : 0.0, G2_);
+  } else {  // Douglas, θ = 1/2; the source goes with the x stage
+    load({{h, t, X}, {h, t + dt, X}, {dt, t, Y | Z}});
+    op_.combine(tmp_, u, u, {h, dt, dt}, w, G_, 0.0, {});
     op_.solve_lines(0, h, tmp_);
-    op_.combine(tmp_, tmp_, u, {0, -h, 0}, 0.0, {}, 0.0, {});
+    load({{h, t + dt, Y}, {-h, t, Y}});
+    op_.combine(tmp_, tmp_, u, {0, -h, 0}, w, G_, 0.0, {});
     op_.solve_lines(1, h, tmp_);
-    op_.combine(tmp_, tmp_, u, {0, 0, -h}, 0.0, {}, 0.0, {});
+    load({{h, t + dt, Z}, {-h, t, Z}});
+    op_.combine(tmp_, tmp_, u, {0, 0, -h}, w, G_, 0.0, {});
     op_.solve_lines(2, h, tmp_);
     Kokkos::deep_copy(u, tmp_);
   }

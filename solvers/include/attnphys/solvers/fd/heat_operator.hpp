@@ -13,6 +13,7 @@
 // Coefficients, forcing and line factorisations have the spatial shape (1 or nz, 1 or ny, nx) and are shared by
 // every sample of a batch; each sample's arithmetic does not depend on the batch it is in.
 #include <array>
+#include <vector>
 
 #include "attnphys/core/views.hpp"
 #include "attnphys/physics/heat/heat_problem.hpp"
@@ -33,10 +34,20 @@ class HeatOperator {
   // is 2/3 of that per axis (the boundary face is half a cell away), which also keeps the maximum principle.
   double ftcs_limit() const { return ftcs_limit_; }
 
+  // The forcing split into parts: boundary terms of each axis and the source. A splitting scheme takes each part
+  // at the time level of the stage it belongs to; taking all boundary data at one time in every stage loses an
+  // order of accuracy next to time-dependent Dirichlet sides (the classic ADI order reduction).
+  enum Part : unsigned { BoundaryX = 1, BoundaryY = 2, BoundaryZ = 4, Source = 8, AllParts = 15 };
+  struct ForcingTerm {
+    double weight;
+    double t;
+    unsigned parts;
+  };
   bool has_forcing() const { return has_forcing_; }
   bool forcing_time_dependent() const { return forcing_time_dependent_; }
-  // G(t) into g (spatial shape). Cheap when G does not depend on time (a copy of the cached field).
-  void forcing(double t, const View3<double>& g) const;
+  // out (spatial shape) = Σ_terms weight · (the selected parts at time t). Host evaluation when time-dependent;
+  // otherwise a device sum of cached parts.
+  void forcing(const View3<double>& out, const std::vector<ForcingTerm>& terms) const;
 
   // out = x + Σ_a s[a]·L_a y + g1·G1 + g2·G2. out may alias x (not y). G1, G2 may be empty views when g1, g2 are 0.
   void combine(const View3<double>& out, const View3<double>& x, const View3<double>& y, std::array<double, 3> s,
@@ -63,8 +74,9 @@ class HeatOperator {
   View1<double> zero_;                        // a zero row standing in for ghost rows and unused axes
   double ftcs_limit_ = 0;
   bool has_forcing_ = false, forcing_time_dependent_ = false;
-  View3<double> forcing_cache_;
-  HostView3<double> forcing_host_;
+  std::array<View3<double>, 4> part_cache_;  // per part, when nothing depends on time (empty: part is zero)
+  mutable HostView3<double> forcing_host_;
+  void forcing_host(const std::vector<ForcingTerm>& terms) const;
   std::array<HostView3<double>, 3> cf_host_;
   struct LineFactor {
     double s = -1;

@@ -5,8 +5,8 @@
 //          HeatOperator::ftcs_limit() is refused (the message gives the limit) unless substep is set, in which
 //          case it is split into equal stable sub-steps.
 //   cn   — Crank–Nicolson, 1D only: one batched tridiagonal solve per step; second order in time and space.
-//   adi  — 1D: Crank–Nicolson. 2D: Peaceman–Rachford (an x-implicit then a y-implicit half step, forcing at the
-//          mid-point). 3D: Douglas with θ = 1/2 (an explicit predictor, then x-, y- and z-implicit corrections).
+//   adi  — 1D: Crank–Nicolson. 2D: Peaceman–Rachford (an x-implicit then a y-implicit half step; the x boundary
+//          data and the source at the mid-point, the y boundary data at the level of the y-operator's argument). 3D: Douglas with θ = 1/2 (an explicit predictor, then x-, y- and z-implicit corrections).
 //          Second order in time and space; unconditionally stable.
 // Every implicit stage is a batch of independent tridiagonal line solves run in parallel (one line per thread,
 // factorised once per step size).
@@ -48,7 +48,7 @@ class HeatStepper {
   HeatOperator op_;
   Method method_;
   bool substep_;
-  View3<double> tmp_, G1_, G2_;
+  View3<double> tmp_, G_;
   void ensure_work(const View3<double>& u);
   void ftcs_step(const View3<double>& in, const View3<double>& out, double t, double dt);
 };
