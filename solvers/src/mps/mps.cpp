@@ -22,6 +22,18 @@ Mps Mps::product_state(const std::vector<int>& states, int d) {
   return psi;
 }
 
+Mps Mps::uniform_product(int n, const Eigen::VectorXd& local) {
+  require(n >= 1 && local.size() >= 1 && local.norm() > 0, "uniform_product needs n >= 1 and a nonzero local state");
+  Mps psi;
+  for (int i = 0; i < n; ++i) {
+    SiteTensor t(1, int(local.size()), 1);
+    t.data.col(0) = local / local.norm();
+    psi.sites_.push_back(std::move(t));
+  }
+  psi.center_ = 0;
+  return psi;
+}
+
 Mps Mps::neel(int n) {
   std::vector<int> s(n);
   for (int i = 0; i < n; ++i) s[i] = i % 2;
@@ -102,6 +114,13 @@ void Mps::canonicalize(int center) {
   for (int i = 0; i < center; ++i) move_center_right(i);
   for (int i = size() - 1; i > center; --i) move_center_left(i);
   center_ = center;
+}
+
+void Mps::shift_center(int to) {
+  require(center_ >= 0, "shift_center needs a canonical state; call canonicalize first");
+  require(to >= 0 && to < size(), "shift_center: site ", to, " outside 0..", size() - 1);
+  for (; center_ < to; ++center_) move_center_right(center_);
+  for (; center_ > to; --center_) move_center_left(center_);
 }
 
 double Mps::norm() const {

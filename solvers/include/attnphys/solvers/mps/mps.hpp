@@ -30,6 +30,8 @@ class Mps {
   Mps() = default;
   // Product state: states[i] is the local basis state of site i.
   static Mps product_state(const std::vector<int>& states, int d = 2);
+  // The same local state on every site (normalised), e.g. (1, 1)/sqrt(2): all spins along +x.
+  static Mps uniform_product(int n, const Eigen::VectorXd& local);
   // Neel state up, down, up, ... (total Sz = 0 for even n).
   static Mps neel(int n);
   // Random state of bond dimension chi (deterministic in seed), normalised and right-canonical.
@@ -46,6 +48,8 @@ class Mps {
 
   // Canonical forms by QR: sites left of `center` left-orthonormal, right of it right-orthonormal.
   void canonicalize(int center);
+  // Moves the orthogonality center of a state already in mixed canonical form (center() >= 0) one QR at a time.
+  void shift_center(int to);
   int center() const { return center_; }  // -1 when unknown
   void set_center(int c) { center_ = c; }
   double norm() const;

@@ -1,0 +1,23 @@
+#pragma once
+// Measurements on an MPS: energy and variance of an MPO, entanglement entropy per bond, local expectation values
+// and two-point correlations. Results are normalised by <psi|psi>.
+#include <string>
+#include <vector>
+
+#include "attnphys/solvers/mps/mpo.hpp"
+#include "attnphys/solvers/mps/mps.hpp"
+
+namespace attnphys::mps {
+
+// <psi|W|psi> / <psi|psi>
+double expectation(const Mpo& w, const Mps& psi);
+// <H^2> - <H>^2, with <H^2> contracted through the product MPO H*H (two layers, never H|psi> explicitly).
+double variance(const Mpo& h, const Mps& psi);
+// von Neumann entropy -sum s^2 ln s^2 of the Schmidt values on each of the n-1 bonds.
+std::vector<double> entanglement_entropies(const Mps& psi);
+// <O_i> for every site (O a local operator name: Sz, X, Z, ...), e.g. the magnetisation profile.
+std::vector<double> local_expectations(const Mps& psi, const std::string& op);
+// <O1_i O2_j> (i != j).
+double correlation(const Mps& psi, const std::string& op1, int i, const std::string& op2, int j);
+
+}  // namespace attnphys::mps
