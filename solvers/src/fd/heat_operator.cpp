@@ -237,7 +237,7 @@ void HeatOperator::combine_kernel(const View3<double>& out, const View3<double>&
             bzq = k < n0 - 1 ? az : azhi;
           }
         }
-        auto cell = [&](const long i, const double ul, const double ur, const double cl, const double cr) {
+        auto cell = [=](const long i, const double ul, const double ur, const double cl, const double cr) {
           const double uc = yr[i];
           double v = cr * (ur - uc) - cl * (uc - ul);
           if constexpr (Var) {
@@ -250,12 +250,43 @@ void HeatOperator::combine_kernel(const View3<double>& out, const View3<double>&
           if (with_g) v += g1 * g1r[i] + g2 * g2r[i];
           o[i] = v;
         };
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, 1L, nx > 1 ? nx - 1 : 1L), [&](const long i) {
+        const long last = nx > 1 ? nx - 1 : 1L;
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL)
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, 1L, last), [=](const long i) {
           if constexpr (Var)
             cell(i, yr[i - 1], yr[i + 1], sx * cxr[i], sx * cxr[i + 1]);
           else
             cell(i, yr[i - 1], yr[i + 1], ax, ax);
         });
+#else
+        // Host: one row per thread, a plain contiguous loop the compiler vectorises (the constant-κ 2D case, the
+        // bandwidth benchmark, skips the z terms).
+        if constexpr (!Var) {
+          if (!use_z && !with_g) {
+            for (long i = 1; i < last; ++i) {
+              const double uc = yr[i];
+              o[i] = xr[i] + ax * (yr[i + 1] - uc) - ax * (uc - yr[i - 1]) + byq * (yq[i] - uc) - bym * (uc - ym[i]);
+            }
+          } else {
+            for (long i = 1; i < last; ++i) {
+              const double uc = yr[i];
+              double v = xr[i] + ax * (yr[i + 1] - uc) - ax * (uc - yr[i - 1]) + byq * (yq[i] - uc) -
+                         bym * (uc - ym[i]) + bzq * (zq[i] - uc) - bzm * (uc - zm[i]);
+              if (with_g) v += g1 * g1r[i] + g2 * g2r[i];
+              o[i] = v;
+            }
+          }
+        } else {
+          for (long i = 1; i < last; ++i) {
+            const double uc = yr[i];
+            double v = xr[i] + sx * (cxr[i + 1] * (yr[i + 1] - uc) - cxr[i] * (uc - yr[i - 1])) +
+                       sy * (cyq[i] * (yq[i] - uc) - cym[i] * (uc - ym[i])) +
+                       sz * (czq[i] * (zq[i] - uc) - czm[i] * (uc - zm[i]));
+            if (with_g) v += g1 * g1r[i] + g2 * g2r[i];
+            o[i] = v;
+          }
+        }
+#endif
         Kokkos::single(Kokkos::PerTeam(team), [&]() {
           for (long i = 0; i < nx; i += (nx > 1 ? nx - 1 : 1)) {
             const double ul = i > 0 ? yr[i - 1] : (perx ? yr[nx - 1] : 0.0);
