@@ -1,0 +1,64 @@
+// attnphys train heat / attnphys eval heat: the heat-equation surrogate (the README's main job).
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+
+#include "attnphys/solvers/training/heat_training.hpp"
+#include "cli_common.hpp"
+
+namespace attnphys::cli {
+
+namespace {
+void print_result(const training::HeatRunResult& r, bool json) {
+  if (!Comm::world().is_root()) return;
+  std::cout << r.table();
+  if (json) emit_json(r.to_json());
+}
+}  // namespace
+
+void register_train(CLI::App& app) {
+  auto* train = app.add_subcommand("train", "train a learned operator");
+  train->require_subcommand(1);
+  auto* heat = train->add_subcommand(
+      "heat", "train the attention surrogate of the heat equation on data from the ADI solver, then evaluate it");
+  auto flags = std::make_shared<CommonFlags>();
+  flags->add_to(heat);
+  heat->callback([flags]() {
+    training::HeatRunConfig cfg;
+    OptionSet set;
+    cfg.declare(set);
+    flags->apply(set);
+    // The cosine schedule spans the run, and warm-up is at most a tenth of it, unless the user set them.
+    auto user_set = [&](const char* key) {
+      for (const auto& s : flags->sets)
+        if (s.rfind(key, 0) == 0) return true;
+      return false;
+    };
+    if (!user_set("schedule.total_steps")) cfg.train.schedule.total_steps = cfg.train.steps;
+    if (!user_set("schedule.warmup_steps"))
+      cfg.train.schedule.warmup_steps = std::min(cfg.train.schedule.warmup_steps, cfg.train.steps / 10);
+    print_result(training::run_heat(cfg, set.to_toml()), flags->json);
+  });
+
+  auto* ev = app.add_subcommand("eval", "evaluate a trained operator");
+  ev->require_subcommand(1);
+  auto* evheat = ev->add_subcommand("heat", "evaluate a heat-surrogate checkpoint (test metrics, rollout, transfer, "
+                                            "speed against ADI, attention map)");
+  auto ckpt = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  auto eflags = std::make_shared<CommonFlags>();
+  evheat->add_option("--checkpoint", *ckpt, "checkpoint.h5 written by attnphys train heat")->required();
+  evheat->add_option("--out", *out, "directory for eval.h5 and summary.json (default: the checkpoint's)");
+  eflags->add_to(evheat);
+  evheat->callback([ckpt, out, eflags]() {
+    require(eflags->config.empty(), "eval heat uses the configuration stored in the checkpoint; change evaluation ",
+            "settings with --set eval.KEY=VALUE");
+    std::string dir = out->empty() ? std::filesystem::path(*ckpt).parent_path().string() : *out;
+    if (dir.empty()) dir = ".";
+    print_result(training::evaluate_heat_checkpoint(*ckpt, eflags->sets, dir), eflags->json);
+  });
+}
+
+static Registrar registrar("train", register_train);
+
+}  // namespace attnphys::cli

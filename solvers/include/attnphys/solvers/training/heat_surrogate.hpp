@@ -1,0 +1,105 @@
+#pragma once
+// The heat-equation surrogate: every grid point is a token.
+//
+// Per token the model sees the (normalised) field value û, optionally the (normalised) diffusivity, and its
+// physical position through a coordinate encoding; a lifting layer (the encoder's embedding), L transformer blocks
+// and a linear readout give the normalised increment, so ŷ = û + readout(encoder(features)). Positions enter only
+// through coordinates in physical units, so a model trained on a 32² grid runs unchanged on 64² or on scattered
+// points: softmax attention then acts as a learned, normalised heat kernel Σ_j P_ij u_j, the global version of the
+// 5-point stencil.
+//
+// Two model kinds:
+//   kernel (default): coordinate attention. Queries and keys come from the coordinate encoding only, values are
+//          the field: P_h = softmax(q(x_i)·k(x_j)/sqrt(dk)) is one learned attention matrix per head, shared by
+//          every sample, and ŷ = b0·û + Σ_h a_h P_h û + c (L such layers compose). This is the global version of
+//          a stencil — exactly linear in the field, as the heat map is — and since P does not depend on the
+//          sample it is computed once per batch: the cost is H·N² + H·N²·B multiply-adds, not B·H·N²·d.
+//   transformer: the generic pre-LayerNorm encoder (operators/encoder.hpp) over tokens [û, (κ̂), coordinates],
+//          for nonlinear or variable-coefficient problems.
+//
+// Coordinate encodings:
+//   harmonics: cos(2π m x/L), sin(2π m x/L), m = 1..M per axis (periodic-aware, exact on the torus);
+//   fourier:   the encoder's random Fourier features of the raw coordinates (any domain, irregular points);
+//   none:      no positional information (the model is then permutation-equivariant and cannot learn a kernel).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attnphys/operators/encoder.hpp"
+
+namespace attnphys::training {
+
+struct SurrogateOptions {
+  std::string kind = "kernel";      // kernel | transformer
+  long kernel_heads = 4;            // kernel: heads (each its own attention matrix)
+  long kernel_dk = 16;              // kernel: query/key width per head
+  long kernel_layers = 1;           // kernel: stacked layers
+  ops::EncoderOptions encoder;      // transformer: attention kind, width, depth, heads (d_in/positional set below)
+  std::string coords = "harmonics"; // harmonics | fourier | none
+  long harmonics = 4;               // M per axis
+  bool input_kappa = false;         // κ(x) as a second input channel (variable-diffusivity data)
+  SurrogateOptions();
+  void declare(OptionSet& set);
+  void validate() const;
+  // Features per token given the spatial dimension.
+  long num_features(int dim) const;
+};
+
+// Saved activations of one forward pass (grow-only, reused across steps).
+template <class T>
+struct SurrogateCache {
+  long batch = 0, len = 0;
+  View2<T> features;  // [B*N, F]
+  View2<T> hidden;    // [B*N, d]
+  View2<T> readout;   // [B*N, 1]
+  View2<T> dhidden;   // [B*N, d]
+  ops::EncoderCache<T> enc;
+  // kernel kind, per layer l: coordinate features phi [N, F], q/k [N, H*dk] and per head [H, N, dk],
+  // probabilities p [H, N, N], the layer's input field as columns u [N, B], head outputs o [H, N, B].
+  View2<T> phi;
+  std::vector<View2<T>> qc, kc, u;
+  std::vector<View3<T>> qh, kh, p, o;
+  View3<T> dp, dqh, dkh, dout3;
+  View2<T> dqc, dkc, du;
+  std::vector<View1<T>> field;  // input field of layer l, [B*N] (field[L] = output)
+};
+
+template <class T>
+class HeatSurrogate {
+ public:
+  // dim: 1 or 2; lengths: the physical box (used by the harmonic encoding).
+  HeatSurrogate(SurrogateOptions options, int dim, std::vector<double> lengths);
+  const SurrogateOptions& options() const { return opt_; }
+  const ops::Encoder<T>& encoder() const { return enc_; }
+  int dim() const { return dim_; }
+
+  void declare(ParameterBuffer<T>& buf);
+  void init(ParameterBuffer<T>& buf, std::uint64_t seed) const;
+
+  // coords [N, dim] physical positions; u [B*N] normalised inputs; kappa [B*N] normalised (or empty);
+  // out [B*N] normalised prediction.
+  void forward(const ops::Vec<T>& out, SurrogateCache<T>& cache, const ops::ConstVec<T>& u, const ops::ConstVec<T>& kappa,
+               const ConstMat<T>& coords, long batch, long len, const ParameterBuffer<T>& params) const;
+  // Parameter gradients += from dout [B*N].
+  void backward(SurrogateCache<T>& cache, const ops::ConstVec<T>& dout, const ParameterBuffer<T>& params) const;
+  // Attention weights (mean over heads) of query `query` in `layer`, for `sample` of the last forward.
+  std::vector<double> attention_map(const SurrogateCache<T>& cache, const ParameterBuffer<T>& params, long layer,
+                                    long sample, long query) const;
+
+ private:
+  SurrogateOptions opt_;
+  int dim_;
+  std::vector<double> lengths_;
+  ops::Encoder<T> enc_;
+  ops::InitPlan head_plan_, kernel_plan_;
+  std::string lp(long l) const { return "kernel." + std::to_string(l) + "."; }
+  void kernel_forward(const ops::Vec<T>& out, SurrogateCache<T>& c, const ops::ConstVec<T>& u,
+                      const ConstMat<T>& coords, long batch, long len, const ParameterBuffer<T>& params) const;
+  void kernel_backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout, const ParameterBuffer<T>& params) const;
+  std::string head_ = "head.";
+};
+
+extern template class HeatSurrogate<float>;
+extern template class HeatSurrogate<double>;
+
+}  // namespace attnphys::training

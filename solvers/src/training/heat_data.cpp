@@ -1,0 +1,127 @@
+#include "attnphys/solvers/training/heat_data.hpp"
+
+#include <cmath>
+
+#include "attnphys/core/random.hpp"
+#include "attnphys/solvers/fd/heat_solver.hpp"
+
+namespace attnphys::training {
+
+void HeatDataOptions::declare(OptionSet& set, const std::string& s) {
+  set.add(s + ".dim", &dim, "spatial dimension (1 or 2)", Range::closed(1, 2));
+  set.add(s + ".n", &n, "grid points per axis", Range::at_least(4));
+  set.add(s + ".length", &length, "box length", Range::positive());
+  set.add(s + ".kappa", &kappa, "diffusivity", Range::positive());
+  set.add(s + ".bc", &bc, "boundary condition (zero data)", {"periodic", "dirichlet", "neumann"});
+  set.add(s + ".horizon_ftcs_steps", &horizon_ftcs_steps, "model horizon in explicit stability limits",
+          Range::positive());
+  set.add(s + ".length_scale", &length_scale, "correlation length of the random initial fields", Range::positive());
+  set.add(s + ".n_train", &n_train, "training samples", Range::at_least(1));
+  set.add(s + ".n_val", &n_val, "validation samples", Range::at_least(1));
+  set.add(s + ".n_test", &n_test, "test samples", Range::at_least(1));
+  set.add(s + ".seed", &seed, "seed of the random initial fields");
+  set.add(s + ".reference_substeps", &reference_substeps, "reference solver steps per horizon", Range::at_least(1));
+  set.add(s + ".file", &file, "HDF5 dataset from `attnphys heat dataset` (empty: generate)");
+}
+
+void HeatDataOptions::validate() const {
+  require(dim == 1 || dim == 2, "data.dim must be 1 or 2, got ", dim);
+  require(n >= 4, "data.n must be at least 4, got ", n);
+  require(kappa > 0 && std::isfinite(kappa), "data.kappa must be a positive number, got ", kappa);
+  require(length > 0 && std::isfinite(length), "data.length must be positive, got ", length);
+  require(length_scale > 0, "data.length_scale must be positive, got ", length_scale);
+  require(horizon_ftcs_steps > 0, "data.horizon_ftcs_steps must be positive");
+  require(n_train > 0 && n_val > 0 && n_test > 0, "data.n_train, n_val and n_test must all be positive");
+  heat::parse_bc_type(bc);
+}
+
+double HeatDataOptions::horizon() const {
+  return horizon_ftcs_steps * h() * h() / (2.0 * dim * kappa);
+}
+
+heat::HeatProblem HeatDataOptions::problem(long np) const {
+  const double hp = length / double(np);
+  return heat::make_problem(dim, {np, dim > 1 ? np : 1, 1}, {hp, dim > 1 ? hp : 1.0, 1.0}, kappa, bc);
+}
+
+View2<double> grid_coordinates(const HeatDataOptions& o, long np) {
+  const auto prob = o.problem(np);
+  const long pts = o.dim == 1 ? np : np * np;
+  auto h = HostView2<double>("attnphys::coords", pts, o.dim);
+  for (long p = 0; p < pts; ++p) {
+    h(p, 0) = prob.coord(0, p % np);
+    if (o.dim > 1) h(p, 1) = prob.coord(1, p / np);
+  }
+  View2<double> c("attnphys::coords", pts, o.dim);
+  Kokkos::deep_copy(c, h);
+  return c;
+}
+
+// Gaussian random fields by spectral synthesis: Σ_k a_k cos(2π k·x/L) + b_k sin(2π k·x/L) over wave vectors with
+// |k| ≤ K, a_k, b_k ~ N(0, S(k)), S(k) = exp(-(2π|k|ℓ/L)²/2) (the spectrum of a Gaussian covariance of length ℓ),
+// normalised to unit variance. Coefficients depend only on (seed, sample, k): the same physical field on any grid.
+View2<double> make_initial_fields(const HeatDataOptions& o, long first, long count, long np) {
+  const long pts = o.dim == 1 ? np : np * np;
+  const int dim = o.dim;
+  const long kmax = std::max(1L, long(std::ceil(5.0 * o.length / (2 * M_PI * o.length_scale))));
+  const double L = o.length, ell = o.length_scale;
+  double total = 0;  // Σ S over the modes used (half plane), for the unit-variance normalisation
+  for (long ky = (dim > 1 ? -kmax : 0); ky <= (dim > 1 ? kmax : 0); ++ky)
+    for (long kx = -kmax; kx <= kmax; ++kx) {
+      if (ky < 0 || (ky == 0 && kx <= 0)) continue;  // one of each ±k pair, no constant mode
+      const double k2 = double(kx * kx + ky * ky);
+      if (k2 > double(kmax * kmax)) continue;
+      total += std::exp(-0.5 * 4 * M_PI * M_PI * k2 * ell * ell / (L * L));
+    }
+  const double norm = 1.0 / std::sqrt(total);
+  const auto coords = grid_coordinates(o, np);
+  View2<double> u("attnphys::initial_fields", count, pts);
+  const std::uint64_t seed = std::uint64_t(o.seed);
+  Kokkos::parallel_for(
+      "attnphys::gaussian_random_fields", Kokkos::RangePolicy<ExecSpace>(0, count * pts), KOKKOS_LAMBDA(long t) {
+        const long s = t / pts, p = t % pts;
+        const double x = coords(p, 0), y = dim > 1 ? coords(p, 1) : 0.0;
+        double acc = 0;
+        long mode = 0;
+        for (long ky = (dim > 1 ? -kmax : 0); ky <= (dim > 1 ? kmax : 0); ++ky)
+          for (long kx = -kmax; kx <= kmax; ++kx) {
+            if (ky < 0 || (ky == 0 && kx <= 0)) continue;
+            const double k2 = double(kx * kx + ky * ky);
+            if (k2 > double(kmax * kmax)) continue;
+            const double amp = math::sqrt(math::exp(-0.5 * 39.47841760435743 * k2 * ell * ell / (L * L)));
+            CounterRng r(seed, std::uint64_t(first + s), 4 * std::uint64_t(mode));
+            const double a = r.normal(), b = r.normal();
+            const double phase = 6.283185307179586 * (kx * x + ky * y) / L;
+            acc += amp * (a * math::cos(phase) + b * math::sin(phase));
+            ++mode;
+          }
+        u(s, p) = acc * norm;
+      });
+  return u;
+}
+
+void advance_reference(const HeatDataOptions& o, const View2<double>& fields, long np, double horizons,
+                       long substeps) {
+  const long count = fields.extent(0);
+  if (count == 0 || horizons <= 0) return;
+  fd::HeatStepper stepper(o.problem(np), fd::Method::Adi);
+  View3<double> u(fields.data(), count, o.dim > 1 ? np : 1, np);  // a [batch, ny, nx] view of the same memory
+  const double t1 = horizons * o.horizon();
+  stepper.advance(u, 0.0, t1, o.horizon() / double(substeps));
+}
+
+HeatPairs make_heat_pairs(const HeatDataOptions& o, long first, long count, long np) {
+  HeatPairs p;
+  p.count = count;
+  p.n = np;
+  p.dim = o.dim;
+  p.points = o.dim == 1 ? np : np * np;
+  p.inputs = make_initial_fields(o, first, count, np);
+  p.targets = View2<double>("attnphys::targets", count, p.points);
+  Kokkos::deep_copy(p.targets, p.inputs);
+  advance_reference(o, p.targets, np, 1.0, o.reference_substeps);
+  p.coords = grid_coordinates(o, np);
+  return p;
+}
+
+}  // namespace attnphys::training

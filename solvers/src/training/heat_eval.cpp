@@ -1,0 +1,246 @@
+#include "heat_eval.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "attnphys/core/comm.hpp"
+#include "attnphys/core/hdf5_io.hpp"
+
+namespace attnphys::training {
+
+namespace detail_eval {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace detail_eval
+
+double mean_rel_l2(const View2<double>& pred, const View2<double>& ref) {
+  auto p = to_host(pred), r = to_host(ref);
+  const long c = p.extent(0), m = p.extent(1);
+  double s = 0;
+  for (long i = 0; i < c; ++i) {
+    double e2 = 0, t2 = 0;
+    for (long j = 0; j < m; ++j) {
+      const double e = p(i, j) - r(i, j);
+      e2 += e * e;
+      t2 += r(i, j) * r(i, j);
+    }
+    s += std::sqrt(e2 / (t2 > 0 ? t2 : 1.0));
+  }
+  return c ? s / c : 0.0;
+}
+
+View2<double> HeatEvaluator::predict(const View2<double>& inputs, long np, SurrogateCache<float>& cache) {
+  const long count = inputs.extent(0), P = inputs.extent(1);
+  const auto coords_d = grid_coordinates(cfg_.data, np);
+  View2<float> coords("attnphys::coords_f", P, cfg_.data.dim);
+  const long dim = cfg_.data.dim;
+  Kokkos::parallel_for(
+      "attnphys::coords_to_float", Kokkos::RangePolicy<ExecSpace>(0, P * dim),
+      KOKKOS_LAMBDA(long i) { coords(i / dim, i % dim) = float(coords_d(i / dim, i % dim)); });
+  View2<double> out("attnphys::prediction", count, P);
+  const long chunk = std::max(1L, std::min<long>(count, 32));
+  View1<float> in("attnphys::eval_in", chunk * P), pr("attnphys::eval_pred", chunk * P);
+  const double mu = mu_, inv = 1.0 / sigma_, sd = sigma_;
+  for (long s0 = 0; s0 < count; s0 += chunk) {
+    const long c = std::min(chunk, count - s0);
+    Kokkos::parallel_for(
+        "attnphys::eval_normalise", Kokkos::RangePolicy<ExecSpace>(0, c * P),
+        KOKKOS_LAMBDA(long i) { in(i) = float((inputs(s0 + i / P, i % P) - mu) * inv); });
+    auto pv = Kokkos::subview(pr, std::make_pair(0L, c * P));
+    model_.forward(pv, cache, Kokkos::subview(in, std::make_pair(0L, c * P)), {}, coords, c, P, params_);
+    Kokkos::parallel_for(
+        "attnphys::eval_denormalise", Kokkos::RangePolicy<ExecSpace>(0, c * P),
+        KOKKOS_LAMBDA(long i) { out(s0 + i / P, i % P) = double(pr(i)) * sd + mu; });
+  }
+  return out;
+}
+
+void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const std::string& config_toml) {
+  using detail_eval::seconds_since;
+  const auto& D = cfg_.data;
+  const auto& E = cfg_.eval;
+  SurrogateCache<float> cache;
+
+  // Test metrics at the training resolution.
+  HeatPairs test = make_heat_pairs(D, D.n_train + D.n_val, D.n_test, D.n);
+  const auto t_pred = std::chrono::steady_clock::now();
+  View2<double> pred = predict(test.inputs, D.n, cache);
+  Kokkos::fence();
+  const double pred_seconds = seconds_since(t_pred);
+  auto hp = to_host(pred), hr = to_host(test.targets), hi = to_host(test.inputs);
+  const int ny = D.dim == 1 ? 1 : int(D.n), nx = int(D.n);
+  std::vector<FieldMetrics> per;
+  for (long s = 0; s < D.n_test; ++s)
+    per.push_back(field_metrics(&hp(s, 0), &hr(s, 0), ny, nx));
+  res.test = mean_metrics(per);
+
+  // Autoregressive rollout from the first test initial conditions.
+  const long nr = std::min(E.rollout_samples, D.n_test);
+  res.rollout.clear();
+  if (E.rollout_steps > 0) {
+    View2<double> ref("attnphys::rollout_ref", nr, test.points), cur("attnphys::rollout_cur", nr, test.points);
+    Kokkos::deep_copy(ref, Kokkos::subview(test.inputs, std::make_pair(0L, nr), Kokkos::ALL));
+    Kokkos::deep_copy(cur, ref);
+    for (long k = 1; k <= E.rollout_steps; ++k) {
+      advance_reference(D, ref, D.n, 1.0, D.reference_substeps);
+      cur = predict(cur, D.n, cache);
+      res.rollout.push_back(mean_rel_l2(cur, ref));
+    }
+  }
+
+  // Resolution transfer: the same physical fields on a finer grid.
+  if (E.transfer_n > 0) {
+    const long ns = std::min(E.transfer_samples, D.n_test);
+    HeatPairs fine = make_heat_pairs(D, D.n_train + D.n_val, ns, E.transfer_n);
+    View2<double> fp = predict(fine.inputs, E.transfer_n, cache);
+    auto fph = to_host(fp), frh = to_host(fine.targets);
+    std::vector<FieldMetrics> fm;
+    const int fny = D.dim == 1 ? 1 : int(E.transfer_n);
+    for (long s = 0; s < ns; ++s) fm.push_back(field_metrics(&fph(s, 0), &frh(s, 0), fny, int(E.transfer_n)));
+    res.transfer = mean_metrics(fm);
+  }
+
+  // Speed against the solver at equal accuracy: the fewest ADI/CN steps over one horizon whose error against the
+  // reference is no larger than the surrogate's, timed on the same batch of test samples.
+  if (E.speed) {
+    res.surrogate_ms_per_sample = 1e3 * pred_seconds / double(D.n_test);
+    const double target = res.test.rel_l2;
+    long steps = 1;
+    double err = 0, secs = 0;
+    for (; steps <= 4096; steps *= 2) {
+      View2<double> u("attnphys::solver_u", D.n_test, test.points);
+      Kokkos::deep_copy(u, test.inputs);
+      Kokkos::fence();
+      const auto t0 = std::chrono::steady_clock::now();
+      advance_reference(D, u, D.n, 1.0, steps);
+      Kokkos::fence();
+      secs = seconds_since(t0);
+      err = mean_rel_l2(u, test.targets);
+      if (err <= target) break;
+    }
+    res.solver_steps_equal_accuracy = steps;
+    res.solver_rel_l2_equal_accuracy = err;
+    res.solver_ms_per_sample = 1e3 * secs / double(D.n_test);
+    res.speedup_vs_solver = res.solver_ms_per_sample / std::max(1e-12, res.surrogate_ms_per_sample);
+  }
+
+  // Attention map of the central query, beside the exact heat kernel and the solver's own response.
+  const long n = D.n, P = test.points;
+  const long qx = n / 2, qy = D.dim > 1 ? n / 2 : 0, q = qy * n + qx;
+  View2<double> one("attnphys::one_input", 1, P);
+  Kokkos::deep_copy(one, Kokkos::subview(test.inputs, std::make_pair(0L, 1L), Kokkos::ALL));
+  predict(one, D.n, cache);
+  std::vector<double> att = model_.attention_map(cache, params_, E.attention_layer, 0, q);
+  std::vector<double> kern(P), stencil(P);
+  {
+    const double L = D.length, s2 = 2 * D.kappa * D.horizon();  // variance of the heat kernel per axis
+    const auto prob = D.problem(n);
+    double tot = 0;
+    for (long p = 0; p < P; ++p) {
+      double w = 1;
+      for (int a = 0; a < D.dim; ++a) {
+        const long i = a == 0 ? p % n : p / n, iq = a == 0 ? qx : qy;
+        double dx = prob.coord(a, i) - prob.coord(a, iq);
+        double g = 0;  // periodic images
+        for (int img = -2; img <= 2; ++img) g += std::exp(-(dx + img * L) * (dx + img * L) / (2 * s2));
+        w *= g;
+      }
+      kern[p] = w;
+      tot += w;
+    }
+    for (auto& w : kern) w /= tot;
+    View2<double> delta("attnphys::delta", 1, P);
+    Kokkos::deep_copy(Kokkos::subview(delta, 0, q), 1.0);
+    advance_reference(D, delta, n, 1.0, D.reference_substeps);
+    auto dh = to_host(delta);
+    double st = 0;
+    for (long p = 0; p < P; ++p) st += dh(0, p);
+    for (long p = 0; p < P; ++p) stencil[p] = dh(0, p) / (st != 0 ? st : 1.0);
+    double overlap = 0;
+    for (long p = 0; p < P; ++p) overlap += std::min(att[p], kern[p]);
+    res.attention_kernel_overlap = overlap;
+  }
+
+  if (!Comm::world().is_root()) return;
+  namespace fs = std::filesystem;
+  {
+    h5::Writer w((fs::path(out_dir) / "eval.h5").string(), "heat_eval", 1);
+    const long ns = std::min<long>(4, D.n_test);
+    const std::uint64_t sny = std::uint64_t(ny), snx = std::uint64_t(nx), sns = std::uint64_t(ns);
+    w.write<double>("/fields/input", &hi(0, 0), {sns, sny, snx});
+    w.write<double>("/fields/prediction", &hp(0, 0), {sns, sny, snx});
+    w.write<double>("/fields/reference", &hr(0, 0), {sns, sny, snx});
+    if (!res.rollout.empty()) w.write<double>("/rollout/rel_l2", res.rollout);
+    w.write<double>("/attention/weights", att.data(), {sny, snx});
+    w.write<double>("/attention/heat_kernel", kern.data(), {sny, snx});
+    w.write<double>("/attention/stencil", stencil.data(), {sny, snx});
+    w.set_attr("/attention", "query", std::vector<double>{double(qy), double(qx)});
+    w.set_attr("/attention", "kernel_width", std::sqrt(2 * D.kappa * D.horizon()));
+    w.set_attr("/", "config", config_toml);
+    w.commit();
+  }
+  const std::string summary = (fs::path(out_dir) / "summary.json").string();
+  {
+    std::ofstream f(summary + ".tmp");
+    f << res.to_json().dump() << "\n";
+  }
+  fs::rename(summary + ".tmp", summary);
+}
+
+Json HeatRunResult::to_json() const {
+  Json j = Json::object();
+  j.set("test_rel_l2", test.rel_l2).set("test_nrmse", test.nrmse).set("test_rmse", test.rmse);
+  j.set("test_max_err", test.max_err).set("test_brmse", test.brmse).set("test_crmse", test.crmse);
+  j.set("test_frmse_low", test.frmse_low).set("test_frmse_mid", test.frmse_mid).set("test_frmse_high", test.frmse_high);
+  j.set("rollout10_rel_l2", rollout.size() >= 10 ? Json(rollout[9]) : Json());
+  j.set("rollout20_rel_l2", rollout.size() >= 20 ? Json(rollout[19]) : Json());
+  j.set("rollout_rel_l2", rollout);
+  j.set("transfer_rel_l2", transfer.rel_l2);
+  j.set("train_seconds", train_seconds).set("steps", steps_done).set("stopped_early", stopped_early);
+  j.set("final_train_loss", final_train_loss).set("best_val_rel_l2", best_val_rel_l2);
+  j.set("n_parameters", n_parameters);
+  j.set("surrogate_ms_per_sample", surrogate_ms_per_sample).set("solver_ms_per_sample", solver_ms_per_sample);
+  j.set("solver_steps_equal_accuracy", solver_steps_equal_accuracy);
+  j.set("solver_rel_l2_equal_accuracy", solver_rel_l2_equal_accuracy);
+  j.set("speedup_vs_solver", speedup_vs_solver);
+  j.set("attention_kernel_overlap", attention_kernel_overlap);
+  j.set("checkpoint", checkpoint);
+  return j;
+}
+
+std::string HeatRunResult::table() const {
+  std::ostringstream os;
+  char line[160];
+  auto row = [&](const char* name, double v) {
+    std::snprintf(line, sizeof line, "  %-34s %12.4e\n", name, v);
+    os << line;
+  };
+  os << "heat surrogate — test set (" << n_parameters << " parameters, " << steps_done << " steps, "
+     << train_seconds << " s training)\n";
+  row("relative L2", test.rel_l2);
+  row("nRMSE", test.nrmse);
+  row("RMSE", test.rmse);
+  row("max error", test.max_err);
+  row("boundary RMSE", test.brmse);
+  row("conserved-quantity RMSE (cRMSE)", test.crmse);
+  row("fRMSE low (k < 4)", test.frmse_low);
+  row("fRMSE mid (4 <= k < 12)", test.frmse_mid);
+  row("fRMSE high (k >= 12)", test.frmse_high);
+  if (rollout.size() >= 10) row("rollout relative L2 after 10 steps", rollout[9]);
+  if (rollout.size() >= 20) row("rollout relative L2 after 20 steps", rollout[19]);
+  if (transfer.rel_l2 > 0) row("relative L2 on the transfer grid", transfer.rel_l2);
+  if (speedup_vs_solver > 0) {
+    row("surrogate ms / sample", surrogate_ms_per_sample);
+    row("ADI ms / sample at equal accuracy", solver_ms_per_sample);
+    row("speed-up vs ADI at equal accuracy", speedup_vs_solver);
+  }
+  row("attention / heat-kernel overlap", attention_kernel_overlap);
+  return os.str();
+}
+
+}  // namespace attnphys::training

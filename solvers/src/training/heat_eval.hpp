@@ -1,0 +1,28 @@
+#pragma once
+// Evaluation of a trained heat surrogate (private to solvers/training; used by run_heat and
+// evaluate_heat_checkpoint).
+#include "attnphys/solvers/training/heat_training.hpp"
+
+namespace attnphys::training {
+
+class HeatEvaluator {
+ public:
+  HeatEvaluator(const HeatRunConfig& cfg, const HeatSurrogate<float>& model, const ParameterBuffer<float>& params,
+                double mu, double sigma)
+      : cfg_(cfg), model_(model), params_(params), mu_(mu), sigma_(sigma) {}
+  // Fills the evaluation fields of res and writes eval.h5 and summary.json into out_dir.
+  void run(HeatRunResult& res, const std::string& out_dir, const std::string& config_toml);
+  // Surrogate prediction of fields [count, points] on an n-per-axis grid (denormalised, double).
+  View2<double> predict(const View2<double>& inputs, long n_points, SurrogateCache<float>& cache);
+
+ private:
+  const HeatRunConfig& cfg_;
+  const HeatSurrogate<float>& model_;
+  const ParameterBuffer<float>& params_;
+  double mu_, sigma_;
+};
+
+// Mean relative L2 between two sets of fields [count, points].
+double mean_rel_l2(const View2<double>& pred, const View2<double>& ref);
+
+}  // namespace attnphys::training

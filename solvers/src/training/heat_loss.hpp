@@ -1,0 +1,16 @@
+#pragma once
+// Loss of the heat surrogate on denormalised fields (private to solvers/training).
+//   relative L2:  ℓ_b = ‖p_b − t_b‖ / ‖t_b‖,  L = mean_b ℓ_b
+//   relative H1:  the same for forward differences along each axis (within the grid), weighted by h1_weight.
+// p = σ ŷ + μ and t = σ y* + μ, so ∂L/∂ŷ = σ ∂L/∂p. Writes dŷ into dout and returns L.
+#include "attnphys/core/views.hpp"
+
+namespace attnphys::training {
+
+template <class T>
+double relative_loss(const Kokkos::View<T*, Kokkos::LayoutRight, MemSpace>& dout,
+                     const Kokkos::View<const T*, Kokkos::LayoutRight, MemSpace>& pred,
+                     const Kokkos::View<const T*, Kokkos::LayoutRight, MemSpace>& target, long batch, long points,
+                     long n, int dim, double mu, double sigma, double h1_weight);
+
+}  // namespace attnphys::training

@@ -1,0 +1,430 @@
+#include "attnphys/solvers/training/heat_surrogate.hpp"
+
+#include <cmath>
+
+#include "attnphys/operators/init.hpp"
+
+namespace attnphys::training {
+
+SurrogateOptions::SurrogateOptions() {
+  encoder.d_model = 32;
+  encoder.n_heads = 4;
+  encoder.n_layers = 1;
+  encoder.d_ff = 64;
+  encoder.attention = "dense";
+  encoder.final_norm = false;  // keeps the readout linear in the features: the heat map itself is linear
+}
+
+void SurrogateOptions::declare(OptionSet& set) {
+  set.add("model.kind", &kind, "kernel (coordinate attention, linear in the field) or transformer", {"kernel", "transformer"});
+  set.add("model.kernel_heads", &kernel_heads, "kernel: attention heads", Range::at_least(1));
+  set.add("model.kernel_dk", &kernel_dk, "kernel: query/key width per head", Range::at_least(1));
+  set.add("model.kernel_layers", &kernel_layers, "kernel: stacked layers", Range::at_least(1));
+  set.add("model.d_model", &encoder.d_model, "token width", Range::at_least(1));
+  set.add("model.n_heads", &encoder.n_heads, "attention heads (must divide d_model)", Range::at_least(1));
+  set.add("model.n_layers", &encoder.n_layers, "transformer blocks", Range::at_least(1));
+  set.add("model.d_ff", &encoder.d_ff, "feed-forward width (0: 4 * d_model)", Range::non_negative());
+  set.add("model.attention", &encoder.attention, "attention kind", {"dense", "tiled", "galerkin"});
+  set.add("model.coords", &coords, "coordinate encoding", {"harmonics", "fourier", "none"});
+  set.add("model.harmonics", &harmonics, "harmonics per axis (coords = harmonics)", Range::at_least(1));
+  set.add("model.coord_features", &encoder.coord_features, "random Fourier features (coords = fourier)",
+          Range::at_least(1));
+  set.add("model.coord_sigma", &encoder.coord_sigma, "frequency scale of the Fourier features", Range::positive());
+  set.add("model.input_kappa", &input_kappa, "feed κ(x) as a second input channel");
+  set.add("model.final_norm", &encoder.final_norm, "LayerNorm before the readout");
+}
+
+void SurrogateOptions::validate() const {
+  require(coords == "harmonics" || coords == "fourier" || coords == "none", "model.coords '", coords,
+          "' is unknown: use harmonics, fourier or none");
+  require(harmonics >= 1, "model.harmonics must be >= 1");
+  require(kind == "kernel" || kind == "transformer", "model.kind '", kind, "' is unknown: use kernel or transformer");
+  require(kind != "kernel" || coords == "harmonics", "model.kind = kernel builds its queries and keys from the ",
+          "harmonic coordinate encoding: set model.coords = harmonics");
+  require(kind != "kernel" || !input_kappa, "model.kind = kernel is linear in the field and cannot take κ as an ",
+          "input: use model.kind = transformer for variable diffusivity");
+  require(encoder.attention != "factored", "model.attention = factored needs a fixed sequence length; the heat ",
+          "surrogate evaluates on other grids: use dense, tiled or galerkin");
+}
+
+long SurrogateOptions::num_features(int dim) const {
+  return 1 + (input_kappa ? 1 : 0) + (coords == "harmonics" ? 2 * harmonics * dim : 0);
+}
+
+template <class T>
+HeatSurrogate<T>::HeatSurrogate(SurrogateOptions options, int dim, std::vector<double> lengths)
+    : opt_([&] {
+        options.validate();
+        require(dim == 1 || dim == 2, "the heat surrogate handles 1D and 2D grids, got dim = ", dim);
+        require(long(lengths.size()) == dim, "heat surrogate: ", lengths.size(), " box lengths for dim ", dim);
+        options.encoder.d_in = options.num_features(dim);
+        options.encoder.positional = options.coords == "fourier" ? "coords" : "none";
+        options.encoder.coord_dim = options.coords == "fourier" ? dim : 0;
+        return options;
+      }()),
+      dim_(dim),
+      lengths_(std::move(lengths)),
+      enc_(opt_.encoder, "encoder.") {}
+
+template <class T>
+void HeatSurrogate<T>::declare(ParameterBuffer<T>& buf) {
+  if (opt_.kind == "kernel") {
+    const long H = opt_.kernel_heads, dk = opt_.kernel_dk, F = 2 * opt_.harmonics * dim_;
+    const double a = 1.0 / std::sqrt(double(F));
+    for (long l = 0; l < opt_.kernel_layers; ++l) {
+      for (const char* w : {"wq", "wk"}) {
+        buf.add(lp(l) + w, {H * dk, F});
+        kernel_plan_.push_back({lp(l) + w, ops::InitSpec::Kind::Uniform, a});
+      }
+      for (const char* b : {"bq", "bk", "a", "c"}) {
+        buf.add(lp(l) + b, {std::string(b) == "a" ? H : (std::string(b) == "c" ? 1 : H * dk)}, false);
+        kernel_plan_.push_back({lp(l) + b, ops::InitSpec::Kind::Constant, 0.0});
+      }
+      buf.add(lp(l) + "b0", {1}, false);
+      kernel_plan_.push_back({lp(l) + "b0", ops::InitSpec::Kind::Constant, 1.0});
+    }
+    return;
+  }
+  enc_.declare(buf);
+  const long d = opt_.encoder.d_model;
+  buf.add(head_ + "weight", {1, d});
+  buf.add(head_ + "bias", {1}, false);
+  // A small readout: the model starts near the identity map û -> û and learns the increment.
+  head_plan_ = {{head_ + "weight", ops::InitSpec::Kind::Uniform, 0.1 / std::sqrt(double(d))},
+                {head_ + "bias", ops::InitSpec::Kind::Constant, 0.0}};
+}
+
+template <class T>
+void HeatSurrogate<T>::init(ParameterBuffer<T>& buf, std::uint64_t seed) const {
+  if (opt_.kind == "kernel") {
+    ops::init_parameters(buf, kernel_plan_, seed);
+    // Start each head as a smoothing kernel of its own width: q = k = sqrt(β_h)·[cos, sin](2π m x)/m, so that
+    // q(x_i)·k(x_j)/sqrt(dk) = β_h Σ_m cos(2π m (x_i − x_j))/m² per axis — a periodic Gaussian-like kernel with
+    // concentration β_h = 2^h (widths bracketing a diffusion over a few cells). Training tunes the shapes; the
+    // small random part of the initialisation breaks the symmetry between heads.
+    const long H = opt_.kernel_heads, dk = opt_.kernel_dk, F = 2 * opt_.harmonics * dim_;
+    for (long l = 0; l < opt_.kernel_layers; ++l)
+      for (const char* w : {"wq", "wk"}) {
+        auto v = buf.view2(lp(l) + w);
+        auto h = Kokkos::create_mirror_view(v);
+        Kokkos::deep_copy(h, v);
+        for (long hd = 0; hd < H; ++hd) {
+          const double beta = std::pow(2.0, double(hd)) * std::sqrt(double(dk));
+          for (long r = 0; r < dk; ++r)
+            for (long f = 0; f < F; ++f) {
+              const long m = (f % (2 * opt_.harmonics)) / 2 + 1;
+              h(hd * dk + r, f) = T(0.1 * double(h(hd * dk + r, f)) + (r == f ? std::sqrt(beta) / double(m) : 0.0));
+            }
+        }
+        Kokkos::deep_copy(v, h);
+      }
+    return;
+  }
+  enc_.init(buf, seed);
+  ops::init_parameters(buf, head_plan_, seed + 7919);
+}
+
+namespace detail_surrogate {
+template <class T>
+void grow(View2<T>& v, long a, long b, const char* label) {
+  if (long(v.extent(0)) != a || long(v.extent(1)) != b)
+    v = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), a, b);
+}
+}  // namespace detail_surrogate
+
+// Builds the token features [B*N, F]: û, (κ̂), then cos/sin(2π m x_a / L_a) for m = 1..M and each axis a.
+template <class T>
+void surrogate_features(const Mat<T>& f, const ops::ConstVec<T>& u, const ops::ConstVec<T>& kappa,
+                        const ConstMat<T>& coords, long len, long harmonics, bool use_harmonics, double lx,
+                        double ly) {
+  const long tokens = f.extent(0), dim = coords.extent(1);
+  const bool has_kappa = kappa.extent(0) > 0;
+  const long base = has_kappa ? 2 : 1;
+  const double two_pi = 6.283185307179586;
+  Kokkos::parallel_for(
+      "attnphys::surrogate_features", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+        const long n = t % len;
+        f(t, 0) = u(t);
+        if (has_kappa) f(t, 1) = kappa(t);
+        if (use_harmonics) {
+          for (long a = 0; a < dim; ++a) {
+            const double x = double(coords(n, a)) / (a == 0 ? lx : ly);
+            for (long m = 1; m <= harmonics; ++m) {
+              const long c = base + (a * harmonics + (m - 1)) * 2;
+              f(t, c) = T(math::cos(two_pi * m * x));
+              f(t, c + 1) = T(math::sin(two_pi * m * x));
+            }
+          }
+        }
+      });
+}
+
+template <class T>
+void add_increment(const ops::Vec<T>& out, const ops::ConstVec<T>& u, const ConstMat<T>& r) {
+  Kokkos::parallel_for(
+      "attnphys::surrogate_increment", Kokkos::RangePolicy<ExecSpace>(0, out.extent(0)),
+      KOKKOS_LAMBDA(long t) { out(t) = u(t) + r(t, 0); });
+}
+
+template <class T>
+void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, const ops::ConstVec<T>& u,
+                               const ops::ConstVec<T>& kappa, const ConstMat<T>& coords, long batch, long len,
+                               const ParameterBuffer<T>& params) const {
+  ScopedRegion region("attnphys::heat_surrogate_forward");
+  if (opt_.kind == "kernel") {
+    kernel_forward(out, c, u, coords, batch, len, params);
+    return;
+  }
+  const long tokens = batch * len, d = opt_.encoder.d_model, nf = opt_.encoder.d_in;
+  require(long(u.extent(0)) == tokens && long(out.extent(0)) == tokens, "heat surrogate: fields hold ",
+          u.extent(0), " values, expected batch*points = ", tokens);
+  require(long(coords.extent(0)) == len && long(coords.extent(1)) == dim_, "heat surrogate: coordinates are ",
+          coords.extent(0), "x", coords.extent(1), ", expected ", len, "x", dim_);
+  require(!opt_.input_kappa || long(kappa.extent(0)) == tokens,
+          "heat surrogate: model.input_kappa is on but no κ field of ", tokens, " values was given");
+  c.batch = batch;
+  c.len = len;
+  detail_surrogate::grow(c.features, tokens, nf, "attnphys::surrogate_features");
+  detail_surrogate::grow(c.hidden, tokens, d, "attnphys::surrogate_hidden");
+  detail_surrogate::grow(c.readout, tokens, 1, "attnphys::surrogate_readout");
+  surrogate_features<T>(c.features, u, opt_.input_kappa ? kappa : ops::ConstVec<T>(), coords, len, opt_.harmonics,
+                        opt_.coords == "harmonics", lengths_[0], dim_ > 1 ? lengths_[1] : 1.0);
+  ops::EncoderInputs<T> in;
+  if (opt_.coords == "fourier") in.coords = coords;
+  enc_.forward(c.hidden, c.enc, c.features, batch, len, params, in);
+  ops::linear_forward<T>(c.readout, c.hidden, params.view2(head_ + "weight"), params.view1(head_ + "bias"));
+  add_increment<T>(out, u, c.readout);
+}
+
+template <class T>
+void HeatSurrogate<T>::backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout,
+                                const ParameterBuffer<T>& params) const {
+  ScopedRegion region("attnphys::heat_surrogate_backward");
+  if (opt_.kind == "kernel") {
+    kernel_backward(c, dout, params);
+    return;
+  }
+  const long tokens = c.batch * c.len, d = opt_.encoder.d_model;
+  require(long(dout.extent(0)) == tokens, "heat surrogate backward: gradient has ", dout.extent(0),
+          " values, expected ", tokens);
+  detail_surrogate::grow(c.dhidden, tokens, d, "attnphys::surrogate_dhidden");
+  ConstMat<T> dr(dout.data(), tokens, 1);
+  ops::linear_backward<T>(c.dhidden, params.view2(head_ + "weight", Slot::Grads),
+                          params.view1(head_ + "bias", Slot::Grads), dr, c.hidden, params.view2(head_ + "weight"));
+  enc_.backward(Mat<T>(), c.enc, c.dhidden, params);
+}
+
+template <class T>
+std::vector<double> HeatSurrogate<T>::attention_map(const SurrogateCache<T>& c, const ParameterBuffer<T>& params,
+                                                    long layer, long sample, long query) const {
+  require(layer >= 0 && (opt_.kind == "kernel" || layer < opt_.encoder.n_layers), "attention map: layer ", layer,
+          " outside the model");
+  std::vector<double> mean(c.len, 0.0);
+  if (opt_.kind == "kernel") {
+    require(layer < opt_.kernel_layers, "attention map: layer ", layer, " outside 0..", opt_.kernel_layers - 1);
+    require(query >= 0 && query < c.len, "attention map: query ", query, " outside 0..", c.len - 1);
+    auto row = Kokkos::subview(c.p[layer], Kokkos::ALL, query, Kokkos::ALL);
+    auto h = Kokkos::create_mirror_view(row);
+    Kokkos::deep_copy(h, row);
+    for (long hd = 0; hd < opt_.kernel_heads; ++hd)
+      for (long j = 0; j < c.len; ++j) mean[j] += double(h(hd, j)) / opt_.kernel_heads;
+    return mean;
+  }
+  for (long h = 0; h < opt_.encoder.n_heads; ++h) {
+    auto w = enc_.attention_weights(c.enc, params, layer, sample, h, query);
+    for (long j = 0; j < c.len; ++j) mean[j] += double(w[j]) / opt_.encoder.n_heads;
+  }
+  return mean;
+}
+
+// ---------------------------------------------------------------------------------------- kernel (coordinate) attention
+
+template <class T>
+void coordinate_harmonics(const Mat<T>& phi, const ConstMat<T>& coords, long harmonics, double lx, double ly) {
+  const long len = phi.extent(0), dim = coords.extent(1);
+  const double two_pi = 6.283185307179586;
+  Kokkos::parallel_for(
+      "attnphys::coordinate_harmonics", Kokkos::RangePolicy<ExecSpace>(0, len), KOKKOS_LAMBDA(long n) {
+        for (long a = 0; a < dim; ++a) {
+          const double x = double(coords(n, a)) / (a == 0 ? lx : ly);
+          for (long m = 1; m <= harmonics; ++m) {
+            const long col = (a * harmonics + (m - 1)) * 2;
+            phi(n, col) = T(math::cos(two_pi * m * x));
+            phi(n, col + 1) = T(math::sin(two_pi * m * x));
+          }
+        }
+      });
+}
+
+template <class T>
+void fields_to_columns(const Mat<T>& u_cols, const ops::ConstVec<T>& field, long batch, long len) {
+  Kokkos::parallel_for(
+      "attnphys::fields_to_columns", Kokkos::RangePolicy<ExecSpace>(0, batch * len),
+      KOKKOS_LAMBDA(long t) { u_cols(t % len, t / len) = field(t); });
+}
+
+// out[b, n] = b0 * in[b, n] + Σ_h a_h o[h, n, b] + c
+template <class T>
+void combine_heads(const ops::Vec<T>& out, const ops::ConstVec<T>& in, const ConstMat3<T>& o,
+                   const ops::ConstVec<T>& a, const ops::ConstVec<T>& b0, const ops::ConstVec<T>& c0, long len) {
+  const long heads = o.extent(0);
+  Kokkos::parallel_for(
+      "attnphys::combine_heads", Kokkos::RangePolicy<ExecSpace>(0, out.extent(0)), KOKKOS_LAMBDA(long t) {
+        const long b = t / len, n = t % len;
+        T acc = b0(0) * in(t) + c0(0);
+        for (long h = 0; h < heads; ++h) acc += a(h) * o(h, n, b);
+        out(t) = acc;
+      });
+}
+
+namespace detail_surrogate {
+template <class T>
+void grow3(View3<T>& v, long a, long b, long c, const char* label) {
+  if (long(v.extent(0)) != a || long(v.extent(1)) != b || long(v.extent(2)) != c)
+    v = View3<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), a, b, c);
+}
+template <class T>
+void grow1(View1<T>& v, long a, const char* label) {
+  if (long(v.extent(0)) != a) v = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), a);
+}
+}  // namespace detail_surrogate
+
+template <class T>
+void HeatSurrogate<T>::kernel_forward(const ops::Vec<T>& out, SurrogateCache<T>& c, const ops::ConstVec<T>& u,
+                                      const ConstMat<T>& coords, long batch, long len,
+                                      const ParameterBuffer<T>& params) const {
+  using namespace detail_surrogate;
+  const long H = opt_.kernel_heads, dk = opt_.kernel_dk, F = 2 * opt_.harmonics * dim_, L = opt_.kernel_layers;
+  const long tokens = batch * len;
+  require(long(u.extent(0)) == tokens && long(out.extent(0)) == tokens, "heat surrogate: fields hold ",
+          u.extent(0), " values, expected batch*points = ", tokens);
+  require(long(coords.extent(0)) == len && long(coords.extent(1)) == dim_, "heat surrogate: coordinates are ",
+          coords.extent(0), "x", coords.extent(1), ", expected ", len, "x", dim_);
+  c.batch = batch;
+  c.len = len;
+  grow(c.phi, len, F, "attnphys::kernel_phi");
+  coordinate_harmonics<T>(c.phi, coords, opt_.harmonics, lengths_[0], dim_ > 1 ? lengths_[1] : 1.0);
+  c.qc.resize(L), c.kc.resize(L), c.u.resize(L), c.qh.resize(L), c.kh.resize(L), c.p.resize(L), c.o.resize(L);
+  c.field.resize(L + 1);
+  grow1(c.field[0], tokens, "attnphys::kernel_field");
+  Kokkos::deep_copy(c.field[0], View1<const T>(u.data(), tokens));
+  grow3(c.dp, H, len, len, "attnphys::kernel_scores");
+  const T scale = T(1.0 / std::sqrt(double(dk)));
+  for (long l = 0; l < L; ++l) {
+    const std::string pre = lp(l);
+    grow(c.qc[l], len, H * dk, "attnphys::kernel_q");
+    grow(c.kc[l], len, H * dk, "attnphys::kernel_k");
+    ops::linear_forward<T>(c.qc[l], c.phi, params.view2(pre + "wq"), params.view1(pre + "bq"));
+    ops::linear_forward<T>(c.kc[l], c.phi, params.view2(pre + "wk"), params.view1(pre + "bk"));
+    grow3(c.qh[l], H, len, dk, "attnphys::kernel_qh");
+    grow3(c.kh[l], H, len, dk, "attnphys::kernel_kh");
+    ops::split_heads<T>(c.qh[l], c.qc[l], 0, 1, H);
+    ops::split_heads<T>(c.kh[l], c.kc[l], 0, 1, H);
+    batched_gemm('N', 'T', scale, c.qh[l], c.kh[l], T(0), c.dp);
+    grow3(c.p[l], H, len, len, "attnphys::kernel_p");
+    ops::softmax_forward<T>(Mat<T>(c.p[l].data(), H * len, len), ConstMat<T>(c.dp.data(), H * len, len));
+    grow(c.u[l], len, batch, "attnphys::kernel_u");
+    fields_to_columns<T>(c.u[l], c.field[l], batch, len);
+    grow3(c.o[l], H, len, batch, "attnphys::kernel_o");
+    batched_gemm('N', 'N', T(1), c.p[l], ConstMat3<T>(c.u[l].data(), 1, len, batch), T(0), c.o[l]);
+    grow1(c.field[l + 1], tokens, "attnphys::kernel_field");
+    combine_heads<T>(c.field[l + 1], c.field[l], c.o[l], params.view1(pre + "a"), params.view1(pre + "b0"),
+                     params.view1(pre + "c"), len);
+  }
+  Kokkos::deep_copy(View1<T>(out.data(), tokens), c.field[L]);
+}
+
+// dO[h, n, b] = a_h g[b, n]; and the parameter gradients of a, b0, c.
+template <class T>
+void combine_heads_backward(const Mat3<T>& dO, const ops::Vec<T>& da, const ops::Vec<T>& db0, const ops::Vec<T>& dc,
+                            const ops::ConstVec<T>& g, const ops::ConstVec<T>& in, const ConstMat3<T>& o,
+                            const ops::ConstVec<T>& a, long len) {
+  const long heads = o.extent(0), batch = o.extent(2), tokens = g.extent(0);
+  Kokkos::parallel_for(
+      "attnphys::combine_heads_backward", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+        const long b = t / len, n = t % len;
+        for (long h = 0; h < heads; ++h) dO(h, n, b) = a(h) * g(t);
+      });
+  for (long h = 0; h < heads; ++h) {
+    double s = 0;
+    Kokkos::parallel_reduce(
+        "attnphys::combine_heads_da", Kokkos::RangePolicy<ExecSpace>(0, tokens),
+        KOKKOS_LAMBDA(long t, double& acc) { acc += double(o(h, t % len, t / len)) * double(g(t)); }, s);
+    Kokkos::parallel_for("attnphys::combine_heads_da_add", Kokkos::RangePolicy<ExecSpace>(0, 1),
+                         KOKKOS_LAMBDA(long) { da(h) += T(s); });
+  }
+  double s_b0 = 0, s_c = 0;
+  Kokkos::parallel_reduce(
+      "attnphys::combine_heads_db0", Kokkos::RangePolicy<ExecSpace>(0, tokens),
+      KOKKOS_LAMBDA(long t, double& acc) { acc += double(in(t)) * double(g(t)); }, s_b0);
+  Kokkos::parallel_reduce(
+      "attnphys::combine_heads_dc", Kokkos::RangePolicy<ExecSpace>(0, tokens),
+      KOKKOS_LAMBDA(long t, double& acc) { acc += double(g(t)); }, s_c);
+  (void)batch;
+  Kokkos::parallel_for("attnphys::combine_heads_db_add", Kokkos::RangePolicy<ExecSpace>(0, 1), KOKKOS_LAMBDA(long) {
+    db0(0) += T(s_b0);
+    dc(0) += T(s_c);
+  });
+}
+
+// g_prev[b, n] = b0 g[b, n] + Σ_h (P_hᵀ dO_h)[n, b]
+template <class T>
+void field_gradient(const ops::Vec<T>& g_prev, const ops::ConstVec<T>& g, const ConstMat3<T>& pt_do,
+                    const ops::ConstVec<T>& b0, long len) {
+  const long heads = pt_do.extent(0);
+  Kokkos::parallel_for(
+      "attnphys::kernel_field_gradient", Kokkos::RangePolicy<ExecSpace>(0, g.extent(0)), KOKKOS_LAMBDA(long t) {
+        const long b = t / len, n = t % len;
+        T acc = b0(0) * g(t);
+        for (long h = 0; h < heads; ++h) acc += pt_do(h, n, b);
+        g_prev(t) = acc;
+      });
+}
+
+template <class T>
+void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout,
+                                       const ParameterBuffer<T>& params) const {
+  using namespace detail_surrogate;
+  const long H = opt_.kernel_heads, dk = opt_.kernel_dk, L = opt_.kernel_layers, len = c.len, batch = c.batch;
+  const long tokens = batch * len;
+  require(long(dout.extent(0)) == tokens, "heat surrogate backward: gradient has ", dout.extent(0),
+          " values, expected ", tokens);
+  const T scale = T(1.0 / std::sqrt(double(dk)));
+  View1<T> g("attnphys::kernel_g", tokens), g_prev("attnphys::kernel_gprev", tokens);
+  Kokkos::deep_copy(g, View1<const T>(dout.data(), tokens));
+  View3<T> ds("attnphys::kernel_ds", H, len, len);
+  grow3(c.dout3, H, len, batch, "attnphys::kernel_do");
+  grow3(c.dqh, H, len, dk, "attnphys::kernel_dqh");
+  grow3(c.dkh, H, len, dk, "attnphys::kernel_dkh");
+  grow(c.dqc, len, H * dk, "attnphys::kernel_dqc");
+  grow(c.dkc, len, H * dk, "attnphys::kernel_dkc");
+  for (long l = L - 1; l >= 0; --l) {
+    const std::string pre = lp(l);
+    combine_heads_backward<T>(c.dout3, params.view1(pre + "a", Slot::Grads), params.view1(pre + "b0", Slot::Grads),
+                              params.view1(pre + "c", Slot::Grads), g, c.field[l], c.o[l], params.view1(pre + "a"),
+                              len);
+    // dP = dO Uᵀ, then through the softmax to the scores, then to queries and keys.
+    batched_gemm('N', 'T', T(1), c.dout3, ConstMat3<T>(c.u[l].data(), 1, len, batch), T(0), c.dp);
+    ops::softmax_backward<T>(Mat<T>(ds.data(), H * len, len), ConstMat<T>(c.dp.data(), H * len, len),
+                             ConstMat<T>(c.p[l].data(), H * len, len));
+    batched_gemm('N', 'N', scale, ds, c.kh[l], T(0), c.dqh);
+    batched_gemm('T', 'N', scale, ds, c.qh[l], T(0), c.dkh);
+    ops::merge_heads<T>(c.dqc, 0, c.dqh, 1, H);
+    ops::merge_heads<T>(c.dkc, 0, c.dkh, 1, H);
+    ops::linear_backward<T>(Mat<T>(), params.view2(pre + "wq", Slot::Grads), params.view1(pre + "bq", Slot::Grads),
+                            c.dqc, c.phi, params.view2(pre + "wq"));
+    ops::linear_backward<T>(Mat<T>(), params.view2(pre + "wk", Slot::Grads), params.view1(pre + "bk", Slot::Grads),
+                            c.dkc, c.phi, params.view2(pre + "wk"));
+    if (l > 0) {  // the field entering layer l came out of layer l-1
+      View3<T> pt_do("attnphys::kernel_ptdo", H, len, batch);
+      batched_gemm('T', 'N', T(1), c.p[l], c.dout3, T(0), pt_do);
+      field_gradient<T>(g_prev, g, pt_do, params.view1(pre + "b0"), len);
+      std::swap(g, g_prev);
+    }
+  }
+}
+
+template class HeatSurrogate<float>;
+template class HeatSurrogate<double>;
+
+}  // namespace attnphys::training

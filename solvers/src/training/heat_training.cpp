@@ -1,0 +1,312 @@
+#include "attnphys/solvers/training/heat_training.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "attnphys/core/comm.hpp"
+#include "attnphys/core/hdf5_io.hpp"
+#include "attnphys/core/logging.hpp"
+#include "attnphys/core/random.hpp"
+#include "attnphys/solvers/training/normalizer.hpp"
+#include "heat_eval.hpp"
+#include "heat_loss.hpp"
+
+namespace attnphys::training {
+
+using T = float;  // training precision
+
+TrainOptions::TrainOptions() {
+  optimizer.kind = "adamw";
+  optimizer.lr = 3e-3;
+  optimizer.weight_decay = 1e-4;
+  optimizer.clip_norm = 1.0;
+  schedule.kind = "warmup_cosine";
+  schedule.warmup_steps = 100;
+  schedule.total_steps = steps;
+  schedule.min_lr_ratio = 0.02;
+}
+
+void TrainOptions::declare(OptionSet& set) {
+  set.add("train.steps", &steps, "optimizer steps", Range::at_least(1));
+  set.add("train.batch", &batch, "samples per mini-batch", Range::at_least(1));
+  set.add("train.eval_every", &eval_every, "steps between validations", Range::at_least(1));
+  set.add("train.checkpoint_every", &checkpoint_every, "steps between checkpoints", Range::at_least(1));
+  set.add("train.patience", &patience, "validations without improvement before stopping (0: off)",
+          Range::non_negative());
+  set.add("train.h1_weight", &h1_weight, "weight of the relative H1 term in the loss", Range::non_negative());
+  set.add("train.seed", &seed, "seed of the model initialisation and the batch order");
+  set.add("train.out_dir", &out_dir, "run directory (checkpoint, metrics.csv, eval.h5, summary.json)");
+  set.add("train.resume", &resume, "checkpoint to resume from (empty: start afresh)");
+  set.add("train.progress", &progress, "show a progress bar on stderr");
+  optimizer.declare(set, "optimizer");
+  schedule.declare(set, "schedule");
+}
+
+void TrainOptions::validate() const {
+  require(steps >= 1 && batch >= 1, "train.steps and train.batch must be positive");
+  require(!out_dir.empty(), "train.out_dir must name a directory");
+  optimizer.validate();
+  schedule.validate();
+}
+
+void EvalOptions::declare(OptionSet& set) {
+  set.add("eval.rollout_steps", &rollout_steps, "autoregressive rollout length (horizons)", Range::non_negative());
+  set.add("eval.rollout_samples", &rollout_samples, "test samples in the rollout", Range::at_least(1));
+  set.add("eval.transfer_n", &transfer_n, "also evaluate on this grid (0: skip)", Range::non_negative());
+  set.add("eval.transfer_samples", &transfer_samples, "samples for the resolution transfer", Range::at_least(1));
+  set.add("eval.speed", &speed, "time the surrogate against the ADI solver at equal accuracy");
+  set.add("eval.attention_layer", &attention_layer, "layer of the exported attention map", Range::non_negative());
+}
+
+void HeatRunConfig::declare(OptionSet& set) {
+  data.declare(set);
+  model.declare(set);
+  train.declare(set);
+  eval.declare(set);
+}
+
+void HeatRunConfig::validate() const {
+  data.validate();
+  model.validate();
+  train.validate();
+  require(eval.attention_layer < model.encoder.n_layers, "eval.attention_layer = ", eval.attention_layer,
+          " but the model has ", model.encoder.n_layers, " layer(s)");
+  require(model.encoder.d_model % model.encoder.n_heads == 0, "model.d_model (", model.encoder.d_model,
+          ") must be a multiple of model.n_heads (", model.encoder.n_heads, ")");
+}
+
+// ------------------------------------------------------------------------------------------------ helpers
+
+namespace detail_train {
+
+// Normalised float copy of double fields.
+View2<T> to_normalised(const View2<double>& f, double mu, double sigma) {
+  View2<T> out(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::normalised")), f.extent(0),
+               f.extent(1));
+  const long m = f.extent(1);
+  const double inv = 1.0 / sigma;
+  Kokkos::parallel_for(
+      "attnphys::to_normalised", Kokkos::RangePolicy<ExecSpace>(0, long(f.extent(0)) * m),
+      KOKKOS_LAMBDA(long i) { out(i / m, i % m) = T((f(i / m, i % m) - mu) * inv); });
+  return out;
+}
+
+void gather(const View1<T>& dst, const View2<T>& src, const View1<long>& idx, long points) {
+  const long count = idx.extent(0);
+  Kokkos::parallel_for(
+      "attnphys::gather_batch", Kokkos::RangePolicy<ExecSpace>(0, count * points),
+      KOKKOS_LAMBDA(long i) { dst(i) = src(idx(i / points), i % points); });
+}
+
+// Sample indices of optimizer step s: consecutive slices of a per-epoch permutation fixed by the seed, so a
+// resumed run draws exactly the batches an uninterrupted one would.
+std::vector<long> batch_indices(long step, long batch, long n_train, long seed) {
+  const long per_epoch = std::max(1L, n_train / batch);
+  const long epoch = step / per_epoch, slot = step % per_epoch;
+  std::vector<long> perm(n_train);
+  for (long i = 0; i < n_train; ++i) perm[i] = i;
+  CounterRng rng(std::uint64_t(seed), 0x5EED0000ULL + std::uint64_t(epoch));
+  for (long i = n_train - 1; i > 0; --i) std::swap(perm[i], perm[rng.below(i + 1)]);
+  std::vector<long> out(batch);
+  for (long k = 0; k < batch; ++k) out[k] = perm[(slot * batch + k) % n_train];
+  return out;
+}
+
+}  // namespace detail_train
+
+// ------------------------------------------------------------------------------------------------ training
+
+HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml) {
+  using namespace detail_train;
+  cfg.validate();
+  const auto& D = cfg.data;
+  const auto& Tr = cfg.train;
+  const Comm comm = Comm::world();
+  namespace fs = std::filesystem;
+  if (comm.is_root()) fs::create_directories(Tr.out_dir);
+  const std::string ckpt_path = (fs::path(Tr.out_dir) / "checkpoint.h5").string();
+
+  // Data: sample i is the same field on every run of this seed; contiguous index ranges split it.
+  const auto t_data = std::chrono::steady_clock::now();
+  HeatPairs train = make_heat_pairs(D, 0, D.n_train, D.n);
+  HeatPairs val = make_heat_pairs(D, D.n_train, D.n_val, D.n);
+  const long P = train.points;
+  Normalizer norm;
+  {
+    auto h = to_host(train.inputs);
+    norm.update(h.data(), h.size());
+    norm.finalize();
+  }
+  const double mu = norm.mean(), sigma = norm.stddev();
+  View2<T> tr_in = to_normalised(train.inputs, mu, sigma), tr_tg = to_normalised(train.targets, mu, sigma);
+  View2<T> va_in = to_normalised(val.inputs, mu, sigma), va_tg = to_normalised(val.targets, mu, sigma);
+  View2<T> coords("attnphys::coords_f", P, D.dim);
+  Kokkos::deep_copy(coords, View2<T>(to_normalised(train.coords, 0.0, 1.0)));
+  const double data_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_data).count();
+
+  // Model, parameters, optimizer.
+  const std::vector<double> lengths(D.dim, D.length);
+  HeatSurrogate<T> model(cfg.model, D.dim, lengths);
+  ParameterBuffer<T> buf;
+  model.declare(buf);
+  buf.allocate();
+  model.init(buf, std::uint64_t(Tr.seed));
+  Optimizer opt(Tr.optimizer);
+  HeatRunResult res;
+  res.n_parameters = buf.size();
+  long start = 0, bad_evals = 0;
+  double best_val = INFINITY;
+  std::vector<T> best_params;
+  if (!Tr.resume.empty()) {
+    h5::Reader r(Tr.resume, "heat_surrogate", 1);
+    h5::read_parameters(r, "/model", buf, true);
+    start = r.attr_long("/", "step");
+    opt.set_steps_taken(r.attr_long("/", "optimizer_steps"));
+    best_val = r.attr_double("/", "best_val_rel_l2");
+    bad_evals = r.attr_long("/", "bad_evals");
+    if (r.has("/best/params")) best_params = r.read<T>("/best/params");
+    const double mu_c = r.attr_double("/", "norm_mean"), sd_c = r.attr_double("/", "norm_std");
+    require(std::abs(mu_c - mu) <= 1e-12 * (1 + std::abs(mu)) && std::abs(sd_c - sigma) <= 1e-12 * sigma,
+            "cannot resume from '", Tr.resume, "': it was trained on other data (normaliser ", mu_c, " ± ", sd_c,
+            ", this configuration gives ", mu, " ± ", sigma, "); use the configuration stored in the checkpoint");
+    require(start <= Tr.steps, "checkpoint '", Tr.resume, "' is at step ", start, ", past train.steps = ", Tr.steps);
+  }
+
+  auto save_checkpoint = [&](long step) {
+    if (!comm.is_root()) return;
+    h5::Writer w(ckpt_path, "heat_surrogate", 1);
+    h5::write_parameters(w, "/model", buf, true);
+    if (!best_params.empty()) w.write<T>("/best/params", best_params);
+    w.set_attr("/", "step", step);
+    w.set_attr("/", "optimizer_steps", opt.steps_taken());
+    w.set_attr("/", "best_val_rel_l2", best_val);
+    w.set_attr("/", "bad_evals", bad_evals);
+    w.set_attr("/", "norm_mean", mu);
+    w.set_attr("/", "norm_std", sigma);
+    w.set_attr("/", "config", config_toml);
+    w.commit();
+  };
+
+  // Buffers for one mini-batch.
+  const long B = Tr.batch;
+  View1<T> xb("attnphys::batch_in", B * P), yb("attnphys::batch_target", B * P), pred("attnphys::batch_pred", B * P),
+      dpred("attnphys::batch_dpred", B * P);
+  View1<long> idx("attnphys::batch_index", B);
+  auto idx_h = Kokkos::create_mirror_view(idx);
+  SurrogateCache<T> cache;
+
+  auto validate = [&]() {
+    const long chunk = std::min<long>(64, D.n_val);
+    View1<T> vin("v_in", chunk * P), vtg("v_tg", chunk * P), vpred("v_pred", chunk * P), vd("v_d", chunk * P);
+    double sum = 0;
+    for (long s0 = 0; s0 < D.n_val; s0 += chunk) {
+      const long c = std::min(chunk, D.n_val - s0);
+      auto in = Kokkos::subview(vin, std::make_pair(0L, c * P));
+      auto tg = Kokkos::subview(vtg, std::make_pair(0L, c * P));
+      auto pr = Kokkos::subview(vpred, std::make_pair(0L, c * P));
+      auto dd = Kokkos::subview(vd, std::make_pair(0L, c * P));
+      Kokkos::deep_copy(in, View1<T>(Kokkos::subview(va_in, std::make_pair(s0, s0 + c), Kokkos::ALL).data(), c * P));
+      Kokkos::deep_copy(tg, View1<T>(Kokkos::subview(va_tg, std::make_pair(s0, s0 + c), Kokkos::ALL).data(), c * P));
+      model.forward(pr, cache, in, {}, coords, c, P, buf);
+      sum += relative_loss<T>(dd, pr, tg, c, P, D.n, D.dim, mu, sigma, 0.0) * c;
+    }
+    return sum / D.n_val;
+  };
+
+  CsvLogger csv;
+  if (comm.is_root())
+    csv = CsvLogger((fs::path(Tr.out_dir) / "metrics.csv").string(),
+                    {"step", "lr", "train_loss", "grad_norm", "val_rel_l2", "seconds"}, start > 0);
+  ProgressBar bar(Tr.steps - start, "train heat", Tr.progress && comm.is_root());
+  const auto t0 = std::chrono::steady_clock::now();
+  double loss = 0, gnorm = 0;
+  long step = start;
+  for (; step < Tr.steps; ++step) {
+    const auto ids = batch_indices(step, B, D.n_train, Tr.seed);
+    for (long k = 0; k < B; ++k) idx_h(k) = ids[k];
+    Kokkos::deep_copy(idx, idx_h);
+    gather(xb, tr_in, idx, P);
+    gather(yb, tr_tg, idx, P);
+    model.forward(pred, cache, xb, {}, coords, B, P, buf);
+    loss = relative_loss<T>(dpred, pred, yb, B, P, D.n, D.dim, mu, sigma, Tr.h1_weight);
+    if (!std::isfinite(loss))
+      fail("training diverged at step ", step, ": the loss is ", loss, ". ",
+           fs::exists(ckpt_path) ? "The last good checkpoint is kept at " + ckpt_path + ". " : "",
+           "Lower optimizer.lr or set optimizer.clip_norm.");
+    buf.zero_grads();
+    model.backward(cache, dpred, buf);
+    gnorm = clip_grad_norm(buf, Tr.optimizer.clip_norm);
+    const double lr = scheduled_lr(Tr.schedule, Tr.optimizer.lr, step);
+    opt.step(buf, lr);
+    const bool last = step + 1 == Tr.steps;
+    double val = -1;
+    if ((step + 1) % Tr.eval_every == 0 || last) {
+      val = validate();
+      if (val < best_val) {
+        best_val = val;
+        best_params = buf.get_host(Slot::Params);
+        bad_evals = 0;
+      } else {
+        ++bad_evals;
+      }
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    csv.row({double(step + 1), lr, loss, gnorm, val, secs});
+    char status[96];
+    std::snprintf(status, sizeof status, "loss %.3e%s", loss,
+                  best_val < INFINITY ? (" val " + std::to_string(best_val).substr(0, 8)).c_str() : "");
+    bar.update(step + 1 - start, status);
+    if ((step + 1) % Tr.checkpoint_every == 0 && !last) save_checkpoint(step + 1);
+    if (Tr.patience > 0 && bad_evals >= Tr.patience) {
+      res.stopped_early = true;
+      ++step;
+      break;
+    }
+  }
+  res.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  bar.finish("loss " + std::to_string(loss));
+  res.steps_done = step;
+  res.final_train_loss = loss;
+  res.best_val_rel_l2 = best_val;
+  save_checkpoint(step);
+  res.checkpoint = ckpt_path;
+  if (!best_params.empty()) buf.set_host(best_params);  // evaluate the best validated parameters
+  (void)data_seconds;
+
+  HeatEvaluator ev(cfg, model, buf, mu, sigma);
+  ev.run(res, Tr.out_dir, config_toml);
+  return res;
+}
+
+HeatRunResult evaluate_heat_checkpoint(const std::string& checkpoint, const std::vector<std::string>& overrides,
+                                       const std::string& out_dir) {
+  h5::Reader r(checkpoint, "heat_surrogate", 1);
+  HeatRunConfig cfg;
+  OptionSet set;
+  cfg.declare(set);
+  set.load_string(r.attr_string("/", "config"), checkpoint + " (stored configuration)");
+  set.set_all(overrides);
+  cfg.validate();
+  const std::vector<double> lengths(cfg.data.dim, cfg.data.length);
+  HeatSurrogate<T> model(cfg.model, cfg.data.dim, lengths);
+  ParameterBuffer<T> buf;
+  model.declare(buf);
+  buf.allocate();
+  h5::read_parameters(r, "/model", buf, false);
+  if (r.has("/best/params")) buf.set_host(r.read<T>("/best/params"));
+  HeatRunResult res;
+  res.n_parameters = buf.size();
+  res.steps_done = r.attr_long("/", "step");
+  res.best_val_rel_l2 = r.attr_double("/", "best_val_rel_l2");
+  res.checkpoint = checkpoint;
+  HeatEvaluator ev(cfg, model, buf, r.attr_double("/", "norm_mean"), r.attr_double("/", "norm_std"));
+  std::filesystem::create_directories(out_dir);
+  ev.run(res, out_dir, set.to_toml());
+  return res;
+}
+
+}  // namespace attnphys::training
