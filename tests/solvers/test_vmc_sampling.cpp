@@ -10,6 +10,7 @@
 #include "attnphys/solvers/vmc/local_energy.hpp"
 #include "attnphys/solvers/vmc/rbm.hpp"
 #include "attnphys/solvers/vmc/sampler.hpp"
+#include "attnphys/physics/spin/observables.hpp"
 
 using namespace attnphys;
 using namespace attnphys::vmc;
@@ -90,6 +91,39 @@ TEST(LocalEnergy, IsConstantOnTheExactGroundState) {
     EXPECT_NEAR(her(r), res.energies[0], 1e-7);
     EXPECT_NEAR(hei(r), 0.0, 1e-7);
   }
+}
+
+TEST(LocalEnergy, SpinSpinOperatorGivesExactCorrelations) {
+  // Σ_σ |ψ(σ)|² O_loc(σ) over the whole sector is ⟨ψ|S_i·S_j|ψ⟩: check against the exact correlations.
+  auto m = chain("j1j2", 8, "periodic");
+  ed::EdOptions o;
+  o.want_vectors = true;
+  auto space = ed::ed_space(m);
+  auto res = ed::diagonalize(spin::SpinHamiltonian(m), space, o);
+  const auto exact = spin::exact_spin_correlations(space, res.vectors[0]);
+  TableAnsatz<double> psi(8, 2, 0.0);
+  std::vector<double> theta(512, -40.0);
+  for (long r = 0; r < space.size(); ++r) {
+    const double a = res.vectors[0][r];
+    theta[space.state(r)] = std::max(std::log(std::abs(a)), -40.0);
+    theta[256 + space.state(r)] = a < 0 ? M_PI : 0.0;
+  }
+  psi.parameters().set_host(theta);
+  const long D = space.size();
+  View2<double> s("s", D, 8);
+  auto h = Kokkos::create_mirror_view(s);
+  for (long r = 0; r < D; ++r) spin::bits_to_spins(space.state(r), 8, &h(r, 0));
+  Kokkos::deep_copy(s, h);
+  View1<double> lr("lr", D), li("li", D), er("er", D), ei("ei", D);
+  psi.log_psi(s, lr, li);
+  for (int j : {1, 2, 4}) {
+    local_energy<double>(psi, spin::spin_spin_operator(8, 0, j), s, lr, li, er, ei);
+    auto he = to_host(er);
+    double c = 0;
+    for (long r = 0; r < D; ++r) c += res.vectors[0][r] * res.vectors[0][r] * he(r);
+    EXPECT_NEAR(c, exact(0, j), 1e-9) << j;
+  }
+  EXPECT_THROW(spin::spin_spin_operator(8, 3, 3), Error);
 }
 
 namespace {

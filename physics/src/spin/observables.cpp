@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "attnphys/physics/spin/hamiltonian.hpp"
+
 namespace attnphys::spin {
 
 template <class T>
@@ -87,6 +89,12 @@ Correlations exact_spin_correlations(const ChainHilbert& space, const std::vecto
       }
   }
   return c;
+}
+
+SpinHamiltonian spin_spin_operator(int n, int i, int j) {
+  require(i != j && i >= 0 && j >= 0 && i < n && j < n, "spin_spin_operator needs two different sites in [0, ", n,
+          "), got ", i, " and ", j);
+  return SpinHamiltonian(n, {{i, j, 0.25}}, {{i, j, 0.5}}, {});
 }
 
 std::vector<double> structure_factor(const Correlations& c) {

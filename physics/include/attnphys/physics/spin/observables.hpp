@@ -28,6 +28,12 @@ double exact_magnetization_squared(const ChainHilbert& space, const std::vector<
 Correlations exact_sz_correlations(const ChainHilbert& space, const std::vector<double>& psi);
 Correlations exact_spin_correlations(const ChainHilbert& space, const std::vector<double>& psi);  // ⟨S_i·S_j⟩
 
+// S_i·S_j as an operator with the Hamiltonian's term structure (i ≠ j): σ_iσ_j/4 + exchange 1/2. Its local
+// estimator Σ_σ' O_σσ' ψ(σ')/ψ(σ) (vmc::local_energy with this operator) averaged over samples of |ψ|² gives
+// ⟨S_i·S_j⟩ of a variational state.
+class SpinHamiltonian;
+SpinHamiltonian spin_spin_operator(int n_sites, int i, int j);
+
 // S(q) = (1/N) Σ_ij e^{iq(i−j)} C_ij at q = 2πk/N, k = 0..N−1 (real for symmetric C).
 std::vector<double> structure_factor(const Correlations& c);
 
