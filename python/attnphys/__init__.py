@@ -9,6 +9,8 @@ import gc as _gc
 from . import _core
 from . import nn  # noqa: F401,E402
 from . import spin  # noqa: F401,E402
+from . import mps  # noqa: F401,E402
+from . import heat  # noqa: F401,E402
 from ._core import (  # noqa: F401
     Error,
     Optimizer,

@@ -1,0 +1,10 @@
+"""Matrix product states: two-site DMRG baselines for the spin chains (compiled in ``attnphys._core.mps``).
+
+``dmrg(model="heisenberg", n=100, chi=100)`` returns a dict with energy, variance, max_bond_dimension,
+truncation_error, sweeps, converged, seconds, entropies, entropy_mid, magnetization and sweep_energies.
+"""
+from ._core import mps as _mps
+
+dmrg = _mps.dmrg
+
+__all__ = ["dmrg"]
