@@ -83,3 +83,19 @@ def test_vmc_rbm_approaches_ed_and_callback_stops(tmp_path):
     vmc.save_checkpoint(path)
     vmc.load_checkpoint(path)
     assert vmc.iteration == 83
+
+
+def test_vmc_config_keys_are_accepted():
+    """configs/vmc_rbm_tfim.toml: every key must be one the C++ option sets declare."""
+    import os
+    import tomllib
+
+    src = os.environ.get("ATTNPHYS_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    with open(os.path.join(src, "configs", "vmc_rbm_tfim.toml"), "rb") as f:
+        cfg = tomllib.load(f)
+    m = spin.ChainModel(**cfg["model"])
+    options = {f"{section}.{k}": v for section in ("sampler", "vmc") for k, v in cfg[section].items()}
+    vmc = spin.Vmc(m, spin.Rbm(m.n, alpha=1, complex=False), options)
+    assert len(vmc.run(1)) == 1
+    with pytest.raises(attnphys.Error, match="unknown option"):
+        spin.Vmc(m, spin.Rbm(m.n), {"vmc.learning_rate": 0.1})
