@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace attnphys::ops {
 
@@ -11,57 +12,99 @@ T* AttentionScratch<T>::ensure(View1<T>& v, long n, const char* label) {
   return v.data();
 }
 
+// A tile of the score matrix: slices [bh0, bh0 + nbh) × query rows [i0, i0 + rows) × all n keys. Row r of the
+// tile (slice bh0 + r / rows, query i0 + r % rows) starts at base + (r / rows) * stride + (r % rows) * n: stride is
+// rows * n in a scratch buffer, n * n inside the saved probabilities of dense mode.
+struct Tile {
+  long bh0, nbh, i0, rows, n, stride;
+};
+
 namespace {
-// Rows of query tiles: the whole sequence when probabilities are saved, otherwise as many rows as the budget
-// allows for all B*H slices at once.
-long tile_rows(long nbh, long n, bool dense, long budget) {
-  if (dense) return n;
-  return std::max(1L, std::min(n, budget / std::max(1L, nbh * n)));
+// Tiles in slice-major order (every slice's first tile has i0 = 0, which the backward's accumulation relies on).
+std::vector<Tile> make_tiles(long nbh, long n, long budget, bool dense) {
+  const long rows = std::max(1L, std::min(n, budget / std::max(1L, n)));
+  const long slices = rows == n ? std::max(1L, std::min(nbh, budget / std::max(1L, n * n))) : 1;
+  std::vector<Tile> tiles;
+  for (long bh0 = 0; bh0 < nbh; bh0 += slices)
+    for (long i0 = 0; i0 < n; i0 += rows) {
+      const long r = std::min(rows, n - i0);
+      tiles.push_back({bh0, std::min(slices, nbh - bh0), i0, r, n, dense ? n * n : r * n});
+    }
+  return tiles;
 }
 }  // namespace
 
-// Scores of rows [i0, i0 + rows) of every slice: s(t, r, j) = scale * q·k (all bh).
+// Sums and maxima with eight accumulators: short dependency chains, and the compiler may vectorise them.
 template <class T>
-void tile_scores(T* s, const ConstMat3<T>& q, const ConstMat3<T>& k, long i0, long rows, T scale) {
-  const long nbh = q.extent(0), n = k.extent(1), dh = q.extent(2);
-  for (long bh = 0; bh < nbh; ++bh) {
-    ConstMat<T> qt(q.data() + (bh * q.extent(1) + i0) * dh, rows, dh);
-    ConstMat<T> kt(k.data() + bh * n * dh, n, dh);
-    gemm('N', 'T', scale, qt, kt, T(0), Mat<T>(s + bh * rows * n, rows, n));
+KOKKOS_INLINE_FUNCTION T row_max(const T* p, long n) {
+  T m[8];
+  for (int a = 0; a < 8; ++a) m[a] = Kokkos::reduction_identity<T>::max();
+  long j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int a = 0; a < 8; ++a) m[a] = p[j + a] > m[a] ? p[j + a] : m[a];
+  for (; j < n; ++j) m[0] = p[j] > m[0] ? p[j] : m[0];
+  for (int a = 1; a < 8; ++a) m[0] = m[a] > m[0] ? m[a] : m[0];
+  return m[0];
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION T row_sum(const T* p, long n) {
+  T s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  long j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int a = 0; a < 8; ++a) s[a] += p[j + a];
+  for (; j < n; ++j) s[0] += p[j];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+template <class T>
+bool plain_scores(const ScoreSpec<T>& spec) {
+  const auto& m = spec.mask;
+  return !m.causal && m.window < 0 && m.key_mask.extent(0) == 0 && spec.rel_bias.extent(0) == 0;
+}
+
+// s = scale * q kᵀ on a tile.
+template <class T>
+void tile_scores(T* s, const Tile& t, const ConstMat3<T>& q, const ConstMat3<T>& k, T scale) {
+  const long n = t.n, dh = q.extent(2);
+  for (long a = 0; a < t.nbh; ++a) {
+    const long bh = t.bh0 + a;
+    gemm('N', 'T', scale, ConstMat<T>(q.data() + (bh * n + t.i0) * dh, t.rows, dh),
+         ConstMat<T>(k.data() + bh * n * dh, n, dh), T(0), Mat<T>(s + a * t.stride, t.rows, n));
   }
 }
 
-// In place: scores -> probabilities (bias, mask, softmax); writes lse of the rows.
+// In place: scores -> probabilities (bias, mask, softmax); writes lse of the tile's rows.
 template <class T>
-void tile_softmax(T* s, const Mat<T>& lse, long i0, long rows, long n, const ScoreSpec<T>& spec) {
-  const long nbh = lse.extent(0), heads = spec.heads, max_len = spec.max_len;
+void tile_softmax(T* s, const Tile& t, const Mat<T>& lse, const ScoreSpec<T>& spec) {
+  const long n = t.n, rows = t.rows, stride = t.stride, bh0 = t.bh0, i0 = t.i0;
+  const long heads = spec.heads, max_len = spec.max_len;
   const AttentionMask mask = spec.mask;
   const ConstMat<T> bias = spec.rel_bias;
-  const bool has_bias = bias.extent(0) != 0;
+  const bool has_bias = bias.extent(0) != 0, plain = plain_scores(spec);
   Kokkos::parallel_for(
-      "attnphys::attention_softmax", Kokkos::RangePolicy<ExecSpace>(0, nbh * rows), KOKKOS_LAMBDA(long r) {
-        const long bh = r / rows, i = i0 + r % rows, b = bh / heads, h = bh % heads;
-        T* row = s + r * n;
-        const T neg_inf = Kokkos::reduction_identity<T>::max();  // lowest finite value marks masked keys
-        T mx = neg_inf;
-        for (long j = 0; j < n; ++j) {
-          T x = row[j];
-          if (has_bias) x += bias(h, relative_index(i, j, n, max_len, mask.periodic));
-          if (!mask.allowed(b, i, j, n)) x = neg_inf;
-          row[j] = x;
-          mx = x > mx ? x : mx;
+      "attnphys::attention_softmax", Kokkos::RangePolicy<ExecSpace>(0, t.nbh * rows), KOKKOS_LAMBDA(long r) {
+        const long bh = bh0 + r / rows, i = i0 + r % rows, b = bh / heads, h = bh % heads;
+        T* row = s + (r / rows) * stride + (r % rows) * n;
+        const T lowest = Kokkos::reduction_identity<T>::max();  // marks masked keys
+        if (!plain) {
+          for (long j = 0; j < n; ++j) {
+            T x = row[j];
+            if (has_bias) x += bias(h, relative_index(i, j, n, max_len, mask.periodic));
+            row[j] = mask.allowed(b, i, j, n) ? x : lowest;
+          }
         }
-        if (mx == neg_inf) {  // nothing to attend to: the output is zero
+        const T mx = row_max(row, n);
+        if (mx == lowest) {  // nothing to attend to: the output is zero
           for (long j = 0; j < n; ++j) row[j] = T(0);
-          lse(bh, i) = neg_inf;
+          lse(bh, i) = lowest;
           return;
         }
-        T sum = 0;
-        for (long j = 0; j < n; ++j) {
-          const T e = math::exp(row[j] - mx);
-          row[j] = e;
-          sum += e;
+        if (plain) {
+          for (long j = 0; j < n; ++j) row[j] = fast_exp(row[j] - mx);
+        } else {
+          for (long j = 0; j < n; ++j) row[j] = row[j] == lowest ? T(0) : fast_exp(row[j] - mx);
         }
+        const T sum = row_sum(row, n);
         const T inv = T(1) / sum;
         for (long j = 0; j < n; ++j) row[j] *= inv;
         lse(bh, i) = mx + math::log(sum);
@@ -70,42 +113,51 @@ void tile_softmax(T* s, const Mat<T>& lse, long i0, long rows, long n, const Sco
 
 // In place: scores -> probabilities exp(s + bias - lse) with the saved lse (backward recomputation).
 template <class T>
-void tile_recompute(T* s, const ConstMat<T>& lse, long i0, long rows, long n, const ScoreSpec<T>& spec) {
-  const long nbh = lse.extent(0), heads = spec.heads, max_len = spec.max_len;
+void tile_recompute(T* s, const Tile& t, const ConstMat<T>& lse, const ScoreSpec<T>& spec) {
+  const long n = t.n, rows = t.rows, stride = t.stride, bh0 = t.bh0, i0 = t.i0;
+  const long heads = spec.heads, max_len = spec.max_len;
   const AttentionMask mask = spec.mask;
   const ConstMat<T> bias = spec.rel_bias;
-  const bool has_bias = bias.extent(0) != 0;
+  const bool has_bias = bias.extent(0) != 0, plain = plain_scores(spec);
   Kokkos::parallel_for(
-      "attnphys::attention_recompute", Kokkos::RangePolicy<ExecSpace>(0, nbh * rows), KOKKOS_LAMBDA(long r) {
-        const long bh = r / rows, i = i0 + r % rows, b = bh / heads, h = bh % heads;
-        T* row = s + r * n;
+      "attnphys::attention_recompute", Kokkos::RangePolicy<ExecSpace>(0, t.nbh * rows), KOKKOS_LAMBDA(long r) {
+        const long bh = bh0 + r / rows, i = i0 + r % rows, b = bh / heads, h = bh % heads;
+        T* row = s + (r / rows) * stride + (r % rows) * n;
         const T l = lse(bh, i);
+        if (plain) {
+          for (long j = 0; j < n; ++j) row[j] = fast_exp(row[j] - l);
+          return;
+        }
+        const bool live = l != Kokkos::reduction_identity<T>::max();
         for (long j = 0; j < n; ++j) {
           T x = row[j];
           if (has_bias) x += bias(h, relative_index(i, j, n, max_len, mask.periodic));
-          row[j] = mask.allowed(b, i, j, n) && l != Kokkos::reduction_identity<T>::max() ? math::exp(x - l) : T(0);
+          row[j] = live && mask.allowed(b, i, j, n) ? fast_exp(x - l) : T(0);
         }
       });
 }
 
 // In place: dP -> dS = P ⊙ (dP - rowdot) (the softmax backward); accumulates the relative-bias gradient.
+// dp is a scratch tile (stride rows * n); p may live in the saved probabilities (stride t.stride).
 template <class T>
-void tile_softmax_backward(T* ds, const T* p, const T* rowdot, const Mat<T>& d_bias, long nbh, long i0, long rows,
-                           long n, const ScoreSpec<T>& spec) {
+void tile_softmax_backward(T* ds, const T* p, const Tile& t, const T* rowdot, const Mat<T>& d_bias,
+                           const ScoreSpec<T>& spec) {
+  const long n = t.n, rows = t.rows, stride = t.stride, bh0 = t.bh0, i0 = t.i0;
   const long heads = spec.heads, max_len = spec.max_len;
   const bool periodic = spec.mask.periodic;
   const bool has_bias = d_bias.extent(0) != 0;
   Kokkos::parallel_for(
-      "attnphys::attention_softmax_backward", Kokkos::RangePolicy<ExecSpace>(0, nbh * rows), KOKKOS_LAMBDA(long r) {
-        const long bh = r / rows, i = i0 + r % rows, h = bh % heads;
+      "attnphys::attention_softmax_backward", Kokkos::RangePolicy<ExecSpace>(0, t.nbh * rows),
+      KOKKOS_LAMBDA(long r) {
+        const long bh = bh0 + r / rows, i = i0 + r % rows, h = bh % heads;
         const T dot = rowdot[bh * n + i];  // keys and queries share the length n
         T* drow = ds + r * n;
-        const T* prow = p + r * n;
-        for (long j = 0; j < n; ++j) {
-          const T g = prow[j] * (drow[j] - dot);
-          drow[j] = g;
-          if (has_bias && g != T(0)) Kokkos::atomic_add(&d_bias(h, relative_index(i, j, n, max_len, periodic)), g);
-        }
+        const T* prow = p + (r / rows) * stride + (r % rows) * n;
+        for (long j = 0; j < n; ++j) drow[j] = prow[j] * (drow[j] - dot);
+        if (has_bias)
+          for (long j = 0; j < n; ++j)
+            if (drow[j] != T(0))
+              Kokkos::atomic_add(&d_bias(h, relative_index(i, j, n, max_len, periodic)), drow[j]);
       });
 }
 
@@ -117,15 +169,17 @@ void sdpa_forward(const Mat3<T>& o, const Mat3<T>& p, const Mat<T>& lse, const C
   const bool dense = p.extent(0) != 0;
   require(k.extent(1) == q.extent(1) && v.extent(1) == q.extent(1), "sdpa_forward: q, k, v lengths differ");
   const T scale = T(1) / std::sqrt(T(dh));
-  const long rows = tile_rows(nbh, n, dense, ws.tile_budget);
-  T* s = dense ? p.data() : ws.ensure(ws.tile, nbh * rows * n, "attnphys::attention_tile");
-  for (long i0 = 0; i0 < n; i0 += rows) {
-    const long r = std::min(rows, n - i0);
-    tile_scores(s, q, k, i0, r, scale);
-    tile_softmax(s, lse, i0, r, n, spec);
-    for (long bh = 0; bh < nbh; ++bh)
-      gemm('N', 'N', T(1), ConstMat<T>(s + bh * r * n, r, n), ConstMat<T>(v.data() + bh * n * dh, n, dh), T(0),
-           Mat<T>(o.data() + (bh * n + i0) * dh, r, dh));
+  const auto tiles = make_tiles(nbh, n, ws.tile_budget, dense);
+  T* scratch = dense ? nullptr : ws.ensure(ws.tile, tiles[0].nbh * tiles[0].rows * n, "attnphys::attention_tile");
+  for (const auto& t : tiles) {
+    T* s = dense ? p.data() + (t.bh0 * n + t.i0) * n : scratch;
+    tile_scores(s, t, q, k, scale);
+    tile_softmax(s, t, lse, spec);
+    for (long a = 0; a < t.nbh; ++a) {
+      const long bh = t.bh0 + a;
+      gemm('N', 'N', T(1), ConstMat<T>(s + a * t.stride, t.rows, n), ConstMat<T>(v.data() + bh * n * dh, n, dh),
+           T(0), Mat<T>(o.data() + (bh * n + t.i0) * dh, t.rows, dh));
+    }
   }
 }
 
@@ -133,7 +187,8 @@ template <class T>
 void attention_scores(const Mat3<T>& s, const ConstMat3<T>& q, const ConstMat3<T>& k) {
   require(s.extent(0) == q.extent(0) && s.extent(1) == q.extent(1) && s.extent(2) == k.extent(1),
           "attention_scores: s must be [B*H, N, N]");
-  tile_scores(s.data(), q, k, 0, q.extent(1), T(1) / std::sqrt(T(q.extent(2))));
+  const long n = q.extent(1);
+  tile_scores(s.data(), Tile{0, long(q.extent(0)), 0, n, n, n * n}, q, k, T(1) / std::sqrt(T(q.extent(2))));
 }
 
 template <class T>
@@ -158,29 +213,33 @@ void sdpa_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, cons
   const long nbh = q.extent(0), n = q.extent(1), dh = q.extent(2);
   const bool dense = p.extent(0) != 0;
   const T scale = T(1) / std::sqrt(T(dh));
-  const long rows = tile_rows(nbh, n, dense, ws.tile_budget);
+  const auto tiles = make_tiles(nbh, n, ws.tile_budget, dense);
+  const long tile_size = tiles[0].nbh * tiles[0].rows * n;
   T* rowdot = ws.ensure(ws.rowdot, nbh * n, "attnphys::attention_rowdot");
   row_dot(rowdot, dout, o);
-  T* s = dense ? const_cast<T*>(p.data()) : ws.ensure(ws.tile, nbh * rows * n, "attnphys::attention_tile");
-  T* ds = ws.ensure(ws.dtile, nbh * rows * n, "attnphys::attention_dtile");
-  for (long i0 = 0; i0 < n; i0 += rows) {
-    const long r = std::min(rows, n - i0);
+  T* scratch = dense ? nullptr : ws.ensure(ws.tile, tile_size, "attnphys::attention_tile");
+  T* ds = ws.ensure(ws.dtile, tile_size, "attnphys::attention_dtile");
+  for (const auto& t : tiles) {
+    T* s = dense ? const_cast<T*>(p.data()) + (t.bh0 * n + t.i0) * n : scratch;
     if (!dense) {
-      tile_scores(s, q, k, i0, r, scale);
-      tile_recompute(s, lse, i0, r, n, spec);
+      tile_scores(s, t, q, k, scale);
+      tile_recompute(s, t, lse, spec);
     }
-    const T beta = i0 == 0 ? T(0) : T(1);
-    for (long bh = 0; bh < nbh; ++bh) {
-      ConstMat<T> dot(dout.data() + (bh * n + i0) * dh, r, dh);
-      gemm('N', 'T', T(1), dot, ConstMat<T>(v.data() + bh * n * dh, n, dh), T(0), Mat<T>(ds + bh * r * n, r, n));
-      gemm('T', 'N', T(1), ConstMat<T>(s + bh * r * n, r, n), dot, beta, Mat<T>(dv.data() + bh * n * dh, n, dh));
+    const T beta = t.i0 == 0 ? T(0) : T(1);
+    const long r = t.rows;
+    for (long a = 0; a < t.nbh; ++a) {
+      const long bh = t.bh0 + a;
+      ConstMat<T> dot(dout.data() + (bh * n + t.i0) * dh, r, dh);
+      gemm('N', 'T', T(1), dot, ConstMat<T>(v.data() + bh * n * dh, n, dh), T(0), Mat<T>(ds + a * r * n, r, n));
+      gemm('T', 'N', T(1), ConstMat<T>(s + a * t.stride, r, n), dot, beta, Mat<T>(dv.data() + bh * n * dh, n, dh));
     }
-    tile_softmax_backward(ds, s, rowdot, d_rel_bias, nbh, i0, r, n, spec);
-    for (long bh = 0; bh < nbh; ++bh) {
-      ConstMat<T> dst(ds + bh * r * n, r, n);
+    tile_softmax_backward(ds, s, t, rowdot, d_rel_bias, spec);
+    for (long a = 0; a < t.nbh; ++a) {
+      const long bh = t.bh0 + a;
+      ConstMat<T> dst(ds + a * r * n, r, n);
       gemm('N', 'N', scale, dst, ConstMat<T>(k.data() + bh * n * dh, n, dh), T(0),
-           Mat<T>(dq.data() + (bh * n + i0) * dh, r, dh));
-      gemm('T', 'N', scale, dst, ConstMat<T>(q.data() + (bh * n + i0) * dh, r, dh), beta,
+           Mat<T>(dq.data() + (bh * n + t.i0) * dh, r, dh));
+      gemm('T', 'N', scale, dst, ConstMat<T>(q.data() + (bh * n + t.i0) * dh, r, dh), beta,
            Mat<T>(dk.data() + bh * n * dh, n, dh));
     }
   }

@@ -112,3 +112,16 @@ TEST(Layers, SoftmaxRowsSumToOneAndGradient) {
   softmax_backward<double>(dx, to_device(dy0, M, IN), to_device(y, M, IN));
   EXPECT_LT(fd_relative_error(x0, to_vector(dx), [&](auto& x) { return test::dot(run(x), dy0); }), 1e-6);
 }
+
+TEST(Layers, FastExpFloatIsAccurateAndUnderflowsToZero) {
+  double worst = 0;
+  for (int i = 0; i <= 100000; ++i) {
+    const float x = -85.0f + 95.0f * float(i) / 100000.0f;
+    const double e = std::exp(double(x));
+    worst = std::max(worst, std::abs(double(fast_exp(x)) - e) / e);
+  }
+  EXPECT_LT(worst, 5e-7);
+  EXPECT_EQ(fast_exp(-100.0f), 0.0f);
+  EXPECT_EQ(fast_exp(-1e6f), 0.0f);
+  EXPECT_EQ(fast_exp(0.0f), 1.0f);
+}

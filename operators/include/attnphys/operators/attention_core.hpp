@@ -2,7 +2,8 @@
 // The head-level kernels of attention, on per-head tensors [B*H, N, dh] (batch-major, then head).
 //
 // Softmax attention P = softmax(q kᵀ/sqrt(dh) + bias, masked), o = P v comes in two memory modes sharing one code
-// path over tiles of query rows (each tile sees all keys, so its softmax is exact):
+// path over tiles of (head slices × query rows); each tile sees all keys, so its softmax is exact and the score
+// tile stays in cache from the score gemm through the softmax to the value gemm:
 //   dense: the probabilities P [B*H, N, N] are saved for the backward (fastest when N² fits);
 //   tiled: only the row log-sum-exp lse [B*H, N] is saved and the backward recomputes each tile's scores
 //          (FlashAttention-2's recipe): memory O(N·d + tile·N) instead of O(N²).
@@ -57,7 +58,9 @@ struct AttentionScratch {
   View1<T> dtile;   // their gradients
   View1<T> rowdot;  // rowsum(dO ⊙ O) per query
   T* ensure(View1<T>& v, long n, const char* label);
-  long tile_budget = 1L << 22;  // elements of one [B*H, rows, N] score tile in tiled mode
+  // Elements of one score tile [slices, rows, N]. Small on the host so a tile stays in cache between the score
+  // gemm, the softmax and the value gemm; large on GPUs so each launch has enough work.
+  long tile_budget = Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible ? (1L << 16) : (1L << 24);
 };
 
 // q, k, v, o: [B*H, N, dh]; p: [B*H, N, N] (dense) or empty (tiled); lse: [B*H, N].

@@ -1,0 +1,110 @@
+// One training step (forward, backward, AdamW) of a transformer encoder in float32: d = 64, 4 heads, 4 layers,
+// FFN 256, sequence 1024 (a 32x32 grid), batch 16. Prints the step time, its FLOP count, the achieved GFLOP/s and
+// the sgemm GFLOP/s of this machine measured in the same run; the last line is JSON. The PyTorch side of the
+// comparison is benchmarks/attention_train_vs_torch.py, which runs this program.
+//
+//   bench_attention_train_vs_torch [--attention dense|tiled] [--batch B] [--len N] [--steps S] [--sgemm 0|1]
+//                                  [--tile-budget ELEMENTS]
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "attnphys/core/json.hpp"
+#include "attnphys/core/optim.hpp"
+#include "attnphys/core/random.hpp"
+#include "attnphys/core/runtime.hpp"
+#include "attnphys/operators/encoder.hpp"
+
+using namespace attnphys;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double sgemm_gflops() {
+  const long n = 2048;
+  View2<float> a("a", n, n), b("b", n, n), c("c", n, n);
+  fill_normal(a, 1, 0);
+  fill_normal(b, 1, 1);
+  gemm('N', 'N', 1.0f, a, b, 0.0f, c);  // warm-up
+  Kokkos::fence();
+  const int reps = 5;
+  const auto t0 = Clock::now();
+  for (int r = 0; r < reps; ++r) gemm('N', 'N', 1.0f, a, b, 0.0f, c);
+  Kokkos::fence();
+  return reps * gemm_flops(n, n, n) / seconds_since(t0) / 1e9;
+}
+
+// FLOPs of the matrix products of one step (forward + backward; elementwise work and the optimizer excluded).
+double step_flops(const ops::EncoderOptions& o, long batch, long len) {
+  const double tokens = double(batch) * len, d = o.d_model, f = o.ff_width(), dh = d / o.n_heads;
+  const double linear = 2 * tokens * d * (3 * d + d + 2 * f);          // forward of the four projections
+  const double attn = 2 * double(batch) * o.n_heads * len * len * dh;  // one N x N x dh product
+  return o.n_layers * (3 * linear + 6 * attn);                         // backward: 2x linear, 4 attention products
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  Runtime runtime(argc, argv);
+  long batch = 16, len = 1024, steps = 3, measure_sgemm = 1, tile_budget = 0;
+  std::string attention = "dense";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--batch")) batch = std::stol(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--len")) len = std::stol(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--steps")) steps = std::stol(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--attention")) attention = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--sgemm")) measure_sgemm = std::stol(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--tile-budget")) tile_budget = std::stol(argv[i + 1]);
+  }
+  ops::EncoderOptions o;
+  o.d_model = 64;
+  o.n_heads = 4;
+  o.n_layers = 4;
+  o.d_ff = 256;
+  o.attention = attention;
+  ops::Encoder<float> enc(o);
+  ParameterBuffer<float> buf;
+  enc.declare(buf);
+  buf.allocate();
+  enc.init(buf, 0);
+  OptimizerOptions oo;
+  oo.kind = "adamw";
+  oo.lr = 1e-3;
+  oo.weight_decay = 1e-2;
+  Optimizer opt(oo);
+
+  const long tokens = batch * len;
+  View2<float> x("x", tokens, o.d_model), y("y", tokens, o.d_model), dy("dy", tokens, o.d_model);
+  fill_normal(x, 2, 0);
+  fill_normal(dy, 2, 1, 0.0, 1.0 / double(tokens));  // gradient of a mean-type loss
+  ops::EncoderCache<float> cache;
+  if (tile_budget > 0) cache.scratch.tile_budget = tile_budget;
+  auto step = [&] {
+    enc.forward(y, cache, x, batch, len, buf);
+    buf.zero_grads();
+    enc.backward(Mat<float>(), cache, dy, buf);
+    opt.step(buf, oo.lr);
+    Kokkos::fence();
+  };
+  step();  // allocates the cache
+  const auto t0 = Clock::now();
+  for (long s = 0; s < steps; ++s) step();
+  const double t = seconds_since(t0) / steps;
+  const double flops = step_flops(o, batch, len);
+  const double sg = measure_sgemm ? sgemm_gflops() : 0.0;
+  std::fprintf(stderr, "attnphys %s step: %.3f s, %.1f GFLOP, %.1f GFLOP/s (sgemm %.1f GFLOP/s)\n",
+               attention.c_str(), t, flops / 1e9, flops / t / 1e9, sg);
+  Json j = Json::object();
+  j.set("attention", Json(attention));
+  j.set("batch", batch);
+  j.set("len", len);
+  j.set("attnphys_s", t);
+  j.set("flop", flops);
+  j.set("gflops", flops / t / 1e9);
+  j.set("sgemm_gflops", sg);
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
