@@ -25,7 +25,9 @@ Sweeps Sweeps::ramp(int nsweeps, int max_dim, double cutoff, double noise, int n
     p.niter = niter;
     p.noise = nz;
     s.params_.push_back(p);
-    if (dim == max_dim) nz = nz > 1e-12 ? nz * 0.1 : 0.0;  // noise fades only once the ramp is done
+    // Noise fades (100x per sweep) only once the ramp is done, and is off below 1e-10 so that the stopping test,
+    // which needs a noiseless sweep, can end the run.
+    if (dim == max_dim) nz = nz * 0.01 >= 1e-10 ? nz * 0.01 : 0.0;
     dim = std::min(2 * dim, max_dim);
   }
   // The last sweeps run without noise so that the energy is variational for the final state.

@@ -30,7 +30,7 @@ class Sweeps {
  public:
   Sweeps() = default;
   explicit Sweeps(int nsweeps, SweepParams base = {}) : nsweeps_(nsweeps), params_{base} {}
-  // Bond dimensions doubling from `start` up to max_dim, noise decaying 10x per sweep from `noise` to zero after
+  // Bond dimensions doubling from `start` up to max_dim, noise decaying 100x per sweep from `noise` to zero after
   // the ramp, `niter` Davidson iterations: a schedule that brings product states to convergence.
   static Sweeps ramp(int nsweeps, int max_dim, double cutoff = 1e-12, double noise = 1e-6, int niter = 4,
                      int start = 10);
