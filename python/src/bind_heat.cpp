@@ -1,0 +1,187 @@
+// Bindings for the heat solvers and data generation: attnphys._core.heat (wrapped by attnphys/heat.py).
+// Arrays cross as numpy in the solver's axis order: (nx,), (ny, nx) or (nz, ny, nx), the last axis x.
+#include <Kokkos_Core.hpp>
+
+#include "attnphys/physics/heat/initial_conditions.hpp"
+#include "attnphys/solvers/fd/heat_dataset.hpp"
+#include "bindings.hpp"
+
+namespace attnphys::python {
+
+namespace {
+
+// Grid from a numpy shape: (nx,), (ny, nx) or (nz, ny, nx).
+heat::HeatProblem problem_for(const std::vector<long>& shape, double dx, const std::string& bc) {
+  require(shape.size() >= 1 && shape.size() <= 3, "heat: arrays must be 1-, 2- or 3-dimensional, got ", shape.size(),
+          " dimensions");
+  const int d = int(shape.size());
+  std::array<long, 3> n{1, 1, 1};
+  for (int a = 0; a < d; ++a) n[a] = shape[d - 1 - a];
+  return heat::make_problem(d, n, {dx, dx, dx}, 1.0, bc);
+}
+
+void set_kappa(heat::HeatProblem& p, const py::object& kappa, const std::vector<long>& shape) {
+  if (py::isinstance<py::float_>(kappa) || py::isinstance<py::int_>(kappa)) {
+    p.kappa = kappa.cast<double>();
+  } else {
+    Array<double> k = kappa.cast<Array<double>>();
+    require(shape_of(k) == shape, "kappa must be a number or an array shaped like u0 ", shape_str(py::array(py::cast(shape))),
+            ", got shape ", shape_str(k));
+    const auto e = p.spatial_extents();
+    p.kappa_field = View3<double>("kappa", e[0], e[1], e[2]);
+    Kokkos::deep_copy(p.kappa_field, HostView3<const double>(k.data(), e[0], e[1], e[2]));
+  }
+  p.validate();
+}
+
+Array<double> solve_py(Array<double> u0, double t_end, double dx, const py::object& kappa, const std::string& bc,
+                       const std::string& method, double dt) {
+  const auto shape = shape_of(u0);
+  auto p = problem_for(shape, dx, bc);
+  set_kappa(p, kappa, shape);
+  const auto e = p.spatial_extents();
+  View3<double> u("u0", e[0], e[1], e[2]);
+  Kokkos::deep_copy(u, HostView3<const double>(u0.data(), e[0], e[1], e[2]));
+  fd::HeatSolveOptions o;
+  o.method = fd::parse_method(method);
+  if (o.method == fd::Method::CrankNicolson && p.grid.dim > 1) o.method = fd::Method::Adi;
+  o.dt = dt;
+  fd::HeatSolution sol;
+  {
+    py::gil_scoped_release release;
+    sol = fd::solve(p, u, t_end, o);
+  }
+  Array<double> out(shape);
+  Kokkos::deep_copy(HostView3<double>(out.mutable_data(), e[0], e[1], e[2]), sol.u);
+  return out;
+}
+
+heat::InitialConditionOptions ic_options(const std::string& kind, double length_scale, const std::string& spectrum,
+                                         long modes, long max_wavenumber, double bump_width, double amplitude) {
+  heat::InitialConditionOptions o;
+  o.kind = kind;
+  o.length_scale = length_scale;
+  o.spectrum = spectrum;
+  o.modes = modes;
+  o.max_wavenumber = max_wavenumber;
+  o.bump_width = bump_width;
+  o.amplitude = amplitude;
+  o.validate();
+  return o;
+}
+
+std::vector<long> with_count(long count, const std::vector<long>& shape) {
+  std::vector<long> s{count};
+  s.insert(s.end(), shape.begin(), shape.end());
+  return s;
+}
+
+}  // namespace
+
+void bind_heat(py::module_& m) {
+  auto h = m.def_submodule("heat", "finite-difference heat solvers, random initial conditions and datasets");
+  h.def("solve", &solve_py, py::arg("u0"), py::arg("t_end"), py::arg("dx"), py::arg("kappa") = 1.0,
+        py::arg("bc") = "periodic", py::arg("method") = "adi", py::arg("dt") = 0.0);
+  h.def(
+      "initial_conditions",
+      [](std::vector<long> shape, double dx, long count, long seed, long first, const std::string& bc,
+         const std::string& kind, double length_scale, const std::string& spectrum, long modes, long max_wavenumber,
+         double bump_width, double amplitude) {
+        require(count >= 1 && seed >= 0 && first >= 0, "count must be >= 1, seed and first >= 0");
+        auto p = problem_for(shape, dx, bc);
+        auto o = ic_options(kind, length_scale, spectrum, modes, max_wavenumber, bump_width, amplitude);
+        const long cells = p.grid.cells();
+        View2<double> f("ic", count, cells);
+        heat::initial_conditions(p, o, std::uint64_t(seed), first, f);
+        Array<double> out(with_count(count, shape));
+        Kokkos::deep_copy(HostView2<double>(out.mutable_data(), count, cells), f);
+        return out;
+      },
+      py::arg("shape"), py::arg("dx"), py::arg("count") = 1, py::arg("seed") = 0, py::arg("first") = 0,
+      py::arg("bc") = "periodic", py::arg("kind") = "grf", py::arg("length_scale") = 0.1,
+      py::arg("spectrum") = "gaussian", py::arg("modes") = 6, py::arg("max_wavenumber") = 4,
+      py::arg("bump_width") = 0.08, py::arg("amplitude") = 1.0);
+  h.def(
+      "random_kappa",
+      [](std::vector<long> shape, double dx, double lo, double hi, double length_scale, long seed,
+         const std::string& bc) {
+        auto p = problem_for(shape, dx, bc);
+        auto k = heat::random_kappa(p, lo, hi, length_scale, std::uint64_t(seed));
+        Array<double> out(shape);
+        Kokkos::deep_copy(HostView3<double>(out.mutable_data(), k.extent(0), k.extent(1), k.extent(2)), k);
+        return out;
+      },
+      py::arg("shape"), py::arg("dx"), py::arg("lo") = 0.2, py::arg("hi") = 2.0, py::arg("length_scale") = 0.15,
+      py::arg("seed") = 0, py::arg("bc") = "periodic");
+  h.def(
+      "generate_pairs",
+      [](std::vector<long> shape, double dx, long count, long first, long seed, const py::object& kappa,
+         const std::string& bc, double t_start, double delta_t, const std::string& method, double dt,
+         const std::string& kind, double length_scale) {
+        require(count >= 1 && seed >= 0, "count must be >= 1 and seed >= 0");
+        auto p = problem_for(shape, dx, bc);
+        set_kappa(p, kappa, shape);
+        auto ic = ic_options(kind, length_scale, "gaussian", 6, 4, 0.08, 1.0);
+        fd::HeatPairOptions po;
+        po.t_start = t_start;
+        po.delta_t = delta_t;
+        po.method = fd::parse_method(method);
+        po.dt = dt;
+        po.seed = std::uint64_t(seed);
+        const auto e = p.spatial_extents();
+        View3<double> x("x", count, e[1], e[2]), y("y", count, e[1], e[2]);
+        {
+          py::gil_scoped_release release;
+          fd::HeatPairGenerator<double> gen(p, ic, po);
+          gen.generate(first, count, x, y);
+        }
+        Array<double> xi(with_count(count, shape)), yi(with_count(count, shape));
+        Kokkos::deep_copy(HostView3<double>(xi.mutable_data(), count, e[1], e[2]), x);
+        Kokkos::deep_copy(HostView3<double>(yi.mutable_data(), count, e[1], e[2]), y);
+        return py::make_tuple(xi, yi);
+      },
+      py::arg("shape"), py::arg("dx"), py::arg("count"), py::arg("first") = 0, py::arg("seed") = 0,
+      py::arg("kappa") = 1.0, py::arg("bc") = "periodic", py::arg("t_start") = 0.0, py::arg("delta_t") = 0.01,
+      py::arg("method") = "adi", py::arg("dt") = 0.0, py::arg("kind") = "grf", py::arg("length_scale") = 0.1);
+  h.def(
+      "write_dataset",
+      [](const std::string& path, std::vector<long> shape, double dx, long samples, long nt, double t_start,
+         double delta_t, long seed, double kappa, const std::string& bc, const std::string& method,
+         const std::string& kind, double length_scale, long chunk, const std::string& config) {
+        auto p = problem_for(shape, dx, bc);
+        p.kappa = kappa;
+        p.validate();
+        auto ic = ic_options(kind, length_scale, "gaussian", 6, 4, 0.08, 1.0);
+        fd::HeatDatasetOptions o;
+        o.output = path;
+        o.samples = samples;
+        o.nt = nt;
+        o.t_start = t_start;
+        o.delta_t = delta_t;
+        o.seed = seed;
+        o.chunk = chunk;
+        o.progress = false;
+        fd::HeatSolveOptions so;
+        so.method = fd::parse_method(method);
+        fd::HeatDatasetSummary s;
+        {
+          py::gil_scoped_release release;
+          s = fd::write_heat_dataset(p, ic, so, o, config);
+        }
+        py::dict d;
+        d["path"] = s.path;
+        d["samples"] = s.samples;
+        d["nt"] = s.nt;
+        d["seconds"] = s.seconds;
+        d["solver_dt"] = s.solver_dt;
+        return d;
+      },
+      py::arg("path"), py::arg("shape"), py::arg("dx"), py::arg("samples"), py::arg("nt") = 2,
+      py::arg("t_start") = 0.0, py::arg("delta_t") = 0.01, py::arg("seed") = 0, py::arg("kappa") = 1.0,
+      py::arg("bc") = "periodic", py::arg("method") = "adi", py::arg("kind") = "grf", py::arg("length_scale") = 0.1,
+      py::arg("chunk") = 16, py::arg("config") = "");
+}
+
+static BindRegistrar reg("heat", bind_heat);
+
+}  // namespace attnphys::python
