@@ -21,8 +21,8 @@ struct Tile {
 
 namespace {
 // Tiles in slice-major order (every slice's first tile has i0 = 0, which the backward's accumulation relies on).
-std::vector<Tile> make_tiles(long nbh, long n, long budget, bool dense) {
-  const long rows = std::max(1L, std::min(n, budget / std::max(1L, n)));
+std::vector<Tile> make_tiles(long nbh, long n, long budget, long min_rows, bool dense) {
+  const long rows = std::min(n, std::max({1L, min_rows, budget / std::max(1L, n)}));
   const long slices = rows == n ? std::max(1L, std::min(nbh, budget / std::max(1L, n * n))) : 1;
   std::vector<Tile> tiles;
   for (long bh0 = 0; bh0 < nbh; bh0 += slices)
@@ -169,7 +169,7 @@ void sdpa_forward(const Mat3<T>& o, const Mat3<T>& p, const Mat<T>& lse, const C
   const bool dense = p.extent(0) != 0;
   require(k.extent(1) == q.extent(1) && v.extent(1) == q.extent(1), "sdpa_forward: q, k, v lengths differ");
   const T scale = T(1) / std::sqrt(T(dh));
-  const auto tiles = make_tiles(nbh, n, ws.tile_budget, dense);
+  const auto tiles = make_tiles(nbh, n, ws.tile_budget, ws.min_tile_rows, dense);
   T* scratch = dense ? nullptr : ws.ensure(ws.tile, tiles[0].nbh * tiles[0].rows * n, "attnphys::attention_tile");
   for (const auto& t : tiles) {
     T* s = dense ? p.data() + (t.bh0 * n + t.i0) * n : scratch;
@@ -213,7 +213,7 @@ void sdpa_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, cons
   const long nbh = q.extent(0), n = q.extent(1), dh = q.extent(2);
   const bool dense = p.extent(0) != 0;
   const T scale = T(1) / std::sqrt(T(dh));
-  const auto tiles = make_tiles(nbh, n, ws.tile_budget, dense);
+  const auto tiles = make_tiles(nbh, n, ws.tile_budget, ws.min_tile_rows, dense);
   const long tile_size = tiles[0].nbh * tiles[0].rows * n;
   T* rowdot = ws.ensure(ws.rowdot, nbh * n, "attnphys::attention_rowdot");
   row_dot(rowdot, dout, o);

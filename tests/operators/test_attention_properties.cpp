@@ -18,7 +18,8 @@ TEST(AttentionProperties, TiledEqualsDenseToRounding) {
     od.relative_bias = ot.relative_bias = bias;
     od.causal = ot.causal = true;
     EncoderHarness hd(od, 2, 6), ht(ot, 2, 6);
-    ht.cache.scratch.tile_budget = 2 * 2 * 6;  // two query rows per tile
+    ht.cache.scratch.tile_budget = 4 * 6;  // four query rows per tile: tiles of 4 and 2 rows
+    ht.cache.scratch.min_tile_rows = 1;
     const auto yd = hd.forward(hd.x), yt = ht.forward(ht.x);
     for (std::size_t i = 0; i < yd.size(); ++i) EXPECT_NEAR(yd[i], yt[i], 1e-13);
     const auto [gd, xd] = hd.gradients();

@@ -72,6 +72,7 @@ TEST(EncoderGradients, TiledBackwardUsesSeveralTiles) {
   o.relative_bias = true;
   EncoderHarness h(o, 2, 5);
   h.cache.scratch.tile_budget = 1;
+  h.cache.scratch.min_tile_rows = 1;
   const auto [ep, ex] = h.check();
   EXPECT_LT(ep, 1e-6);
   EXPECT_LT(ex, 1e-6);

@@ -61,6 +61,8 @@ struct AttentionScratch {
   // Elements of one score tile [slices, rows, N]. Small on the host so a tile stays in cache between the score
   // gemm, the softmax and the value gemm; large on GPUs so each launch has enough work.
   long tile_budget = Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible ? (1L << 16) : (1L << 24);
+  // Fewest query rows per tile: thinner tiles make the score gemms inefficient and re-read dK, dV per tile.
+  long min_tile_rows = 64;
 };
 
 // q, k, v, o: [B*H, N, dh]; p: [B*H, N, N] (dense) or empty (tiled); lse: [B*H, N].
