@@ -21,7 +21,7 @@ using T = float;  // training precision
 
 TrainOptions::TrainOptions() {
   optimizer.kind = "adamw";
-  optimizer.lr = 3e-3;
+  optimizer.lr = 3e-2;  // measured: 3e-3 reaches 0.48 relative L2 in 300 steps, 3e-2 reaches 1.2e-2
   optimizer.weight_decay = 1e-4;
   optimizer.clip_norm = 1.0;
   schedule.kind = "warmup_cosine";
