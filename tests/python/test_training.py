@@ -1,0 +1,49 @@
+"""The heat surrogate from Python: the bindings and the command-line program give the same numbers."""
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import attnphys
+import attnphys.training
+
+TINY = [
+    "data.dim=1", "data.n=16", "data.n_train=32", "data.n_val=8", "data.n_test=8", "data.length_scale=0.15",
+    "model.kernel_heads=2", "model.kernel_dk=6", "model.harmonics=3",
+    "train.steps=12", "train.batch=8", "train.eval_every=6", "train.checkpoint_every=6", "train.progress=false",
+    "eval.rollout_steps=2", "eval.rollout_samples=4", "eval.transfer_n=32", "eval.transfer_samples=4",
+    "eval.speed=false",
+]
+
+
+def test_python_and_cli_agree(tmp_path):
+    py = attnphys.training.train_heat("", TINY + [f"train.out_dir={tmp_path / 'py'}"])
+    exe = os.path.join(os.environ.get("ATTNPHYS_BUILD_DIR", "build"), "bin", "attnphys")
+    args = [exe, "train", "heat", "--json"]
+    for s in TINY + [f"train.out_dir={tmp_path / 'cli'}"]:
+        args += ["--set", s]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    cli = json.loads(out.strip().splitlines()[-1])
+    for key in ["test_rel_l2", "final_train_loss", "rollout10_rel_l2", "transfer_rel_l2", "n_parameters"]:
+        if py[key] is None:
+            assert cli[key] is None
+        else:
+            assert cli[key] == pytest.approx(py[key], rel=1e-6, abs=1e-12), key
+    # The run directory holds what the plotting script reads.
+    h5py = pytest.importorskip("h5py")
+    with h5py.File(tmp_path / "py" / "eval.h5", "r") as f:
+        w = f["attention/weights"][()]
+        assert w.shape == (1, 16)
+        assert np.isclose(w.sum(), 1.0, atol=1e-5)  # softmax rows are distributions
+        assert f["fields/prediction"].shape == (4, 1, 16)
+
+
+def test_bad_configuration_is_a_python_error(tmp_path):
+    with pytest.raises(attnphys.Error, match="did you mean 'train.steps'"):
+        attnphys.training.train_heat("", ["train.stesp=3"])
+    with pytest.raises(attnphys.Error, match="out of range"):
+        attnphys.training.train_heat("", ["data.n_train=0"])
+    with pytest.raises(attnphys.Error, match="does not exist|not an HDF5"):
+        attnphys.training.evaluate_heat(str(tmp_path / "missing.h5"))
