@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "attnphys/core/random.hpp"
+#include "attnphys/physics/heat/initial_conditions.hpp"
 #include "attnphys/solvers/fd/heat_solver.hpp"
 
 namespace attnphys::training {
@@ -57,46 +57,14 @@ View2<double> grid_coordinates(const HeatDataOptions& o, long np) {
   return c;
 }
 
-// Gaussian random fields by spectral synthesis: Σ_k a_k cos(2π k·x/L) + b_k sin(2π k·x/L) over wave vectors with
-// |k| ≤ K, a_k, b_k ~ N(0, S(k)), S(k) = exp(-(2π|k|ℓ/L)²/2) (the spectrum of a Gaussian covariance of length ℓ),
-// normalised to unit variance. Coefficients depend only on (seed, sample, k): the same physical field on any grid.
+// The initial fields are the heat component's Gaussian random fields (physics/heat/initial_conditions.hpp):
+// sample i depends only on (seed, i), and the same physical field is sampled on any grid.
 View2<double> make_initial_fields(const HeatDataOptions& o, long first, long count, long np) {
-  const long pts = o.dim == 1 ? np : np * np;
-  const int dim = o.dim;
-  const long kmax = std::max(1L, long(std::ceil(5.0 * o.length / (2 * M_PI * o.length_scale))));
-  const double L = o.length, ell = o.length_scale;
-  double total = 0;  // Σ S over the modes used (half plane), for the unit-variance normalisation
-  for (long ky = (dim > 1 ? -kmax : 0); ky <= (dim > 1 ? kmax : 0); ++ky)
-    for (long kx = -kmax; kx <= kmax; ++kx) {
-      if (ky < 0 || (ky == 0 && kx <= 0)) continue;  // one of each ±k pair, no constant mode
-      const double k2 = double(kx * kx + ky * ky);
-      if (k2 > double(kmax * kmax)) continue;
-      total += std::exp(-0.5 * 4 * M_PI * M_PI * k2 * ell * ell / (L * L));
-    }
-  const double norm = 1.0 / std::sqrt(total);
-  const auto coords = grid_coordinates(o, np);
-  View2<double> u("attnphys::initial_fields", count, pts);
-  const std::uint64_t seed = std::uint64_t(o.seed);
-  Kokkos::parallel_for(
-      "attnphys::gaussian_random_fields", Kokkos::RangePolicy<ExecSpace>(0, count * pts), KOKKOS_LAMBDA(long t) {
-        const long s = t / pts, p = t % pts;
-        const double x = coords(p, 0), y = dim > 1 ? coords(p, 1) : 0.0;
-        double acc = 0;
-        long mode = 0;
-        for (long ky = (dim > 1 ? -kmax : 0); ky <= (dim > 1 ? kmax : 0); ++ky)
-          for (long kx = -kmax; kx <= kmax; ++kx) {
-            if (ky < 0 || (ky == 0 && kx <= 0)) continue;
-            const double k2 = double(kx * kx + ky * ky);
-            if (k2 > double(kmax * kmax)) continue;
-            const double amp = math::sqrt(math::exp(-0.5 * 39.47841760435743 * k2 * ell * ell / (L * L)));
-            CounterRng r(seed, std::uint64_t(first + s), 4 * std::uint64_t(mode));
-            const double a = r.normal(), b = r.normal();
-            const double phase = 6.283185307179586 * (kx * x + ky * y) / L;
-            acc += amp * (a * math::cos(phase) + b * math::sin(phase));
-            ++mode;
-          }
-        u(s, p) = acc * norm;
-      });
+  heat::InitialConditionOptions ic;
+  ic.kind = "grf";
+  ic.length_scale = o.length_scale;
+  View2<double> u("attnphys::initial_fields", count, o.dim == 1 ? np : np * np);
+  heat::initial_conditions(o.problem(np), ic, std::uint64_t(o.seed), first, u);
   return u;
 }
 
