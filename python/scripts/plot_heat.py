@@ -81,14 +81,16 @@ def plot_eval(run, out):
             plt.close(fig)
 
         if "attention/weights" in f:
-            w = f["attention/weights"][()]
+            has_op = "attention/operator" in f
+            w = f["attention/operator"][()] if has_op else f["attention/weights"][()]
             kern = f["attention/heat_kernel"][()]
             sten = f["attention/stencil"][()]
             q = f["attention"].attrs.get("query", [0, 0])
             fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
             for ax, data, title in zip(
-                axes, [w, kern, sten], ["learned attention (layer 0, mean over heads)", "exact heat kernel",
-                                        "FD stencil (ADI over Δt)"]
+                axes, [w, kern, sten],
+                ["learned operator row b0·δ + Σ a_h P_h" if has_op else "learned attention (mean over heads)",
+                 "exact heat kernel", "ADI response to a unit impulse over Δt"]
             ):
                 im = ax.imshow(data, origin="lower", cmap="viridis")
                 ax.plot([q[1]], [q[0]], "r+", ms=10)

@@ -21,7 +21,6 @@ void HeatDataOptions::declare(OptionSet& set, const std::string& s) {
   set.add(s + ".n_test", &n_test, "test samples", Range::at_least(1));
   set.add(s + ".seed", &seed, "seed of the random initial fields");
   set.add(s + ".reference_substeps", &reference_substeps, "reference solver steps per horizon", Range::at_least(1));
-  set.add(s + ".file", &file, "HDF5 dataset from `attnphys heat dataset` (empty: generate)");
 }
 
 void HeatDataOptions::validate() const {

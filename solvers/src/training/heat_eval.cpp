@@ -136,6 +136,7 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
   Kokkos::deep_copy(one, Kokkos::subview(test.inputs, std::make_pair(0L, 1L), Kokkos::ALL));
   predict(one, D.n, cache);
   std::vector<double> att = model_.attention_map(cache, params_, E.attention_layer, 0, q);
+  const std::vector<double> op_row = model_.operator_row(cache, params_, q);
   std::vector<double> kern(P), stencil(P);
   {
     const double L = D.length, s2 = 2 * D.kappa * D.horizon();  // variance of the heat kernel per axis
@@ -161,8 +162,11 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
     double st = 0;
     for (long p = 0; p < P; ++p) st += dh(0, p);
     for (long p = 0; p < P; ++p) stencil[p] = dh(0, p) / (st != 0 ? st : 1.0);
+    // How much of the heat kernel's mass the learned map shares: the operator row when the model is one linear
+    // attention operator (its sum need not be 1; it is compared as it is), else the head-averaged weights.
+    const std::vector<double>& learned = op_row.empty() ? att : op_row;
     double overlap = 0;
-    for (long p = 0; p < P; ++p) overlap += std::min(att[p], kern[p]);
+    for (long p = 0; p < P; ++p) overlap += std::min(std::max(learned[p], 0.0), kern[p]);
     res.attention_kernel_overlap = overlap;
   }
 
@@ -177,6 +181,7 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
     w.write<double>("/fields/reference", &hr(0, 0), {sns, sny, snx});
     if (!res.rollout.empty()) w.write<double>("/rollout/rel_l2", res.rollout);
     w.write<double>("/attention/weights", att.data(), {sny, snx});
+    if (!op_row.empty()) w.write<double>("/attention/operator", op_row.data(), {sny, snx});
     w.write<double>("/attention/heat_kernel", kern.data(), {sny, snx});
     w.write<double>("/attention/stencil", stencil.data(), {sny, snx});
     w.set_attr("/attention", "query", std::vector<double>{double(qy), double(qx)});

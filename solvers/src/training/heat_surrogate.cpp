@@ -237,6 +237,23 @@ std::vector<double> HeatSurrogate<T>::attention_map(const SurrogateCache<T>& c, 
   return mean;
 }
 
+template <class T>
+std::vector<double> HeatSurrogate<T>::operator_row(const SurrogateCache<T>& c, const ParameterBuffer<T>& params,
+                                                   long query) const {
+  if (opt_.kind != "kernel" || opt_.kernel_layers != 1 || c.p.empty()) return {};
+  require(query >= 0 && query < c.len, "operator row: query ", query, " outside 0..", c.len - 1);
+  auto row = Kokkos::subview(c.p[0], Kokkos::ALL, query, Kokkos::ALL);
+  auto h = Kokkos::create_mirror_view(row);
+  Kokkos::deep_copy(h, row);
+  auto a = to_host(params.view1(lp(0) + "a"));
+  auto b0 = to_host(params.view1(lp(0) + "b0"));
+  std::vector<double> out(c.len, 0.0);
+  for (long hd = 0; hd < opt_.kernel_heads; ++hd)
+    for (long j = 0; j < c.len; ++j) out[j] += double(a(hd)) * double(h(hd, j));
+  out[query] += double(b0(0));
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------- kernel (coordinate) attention
 
 template <class T>

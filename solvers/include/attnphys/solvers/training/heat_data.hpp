@@ -1,8 +1,8 @@
 #pragma once
 // Training data for the heat surrogate: pairs (u(t), u(t + Δt)) on a 1D or 2D grid, produced by our own
 // finite-difference reference solver (ADI / Crank–Nicolson, run with steps fine enough that its time error is far
-// below what a surrogate can reach) from random initial conditions, or read from an HDF5 dataset written by
-// `attnphys heat dataset`.
+// below what a surrogate can reach) from random initial conditions, generated on the fly. (Training from an HDF5
+// file written by `attnphys heat dataset` is not wired in yet.)
 //
 // Sample i of a given seed is always the same field, whatever the batch or rank that makes it, so the
 // train / validation / test split is a split of index ranges: [0, n_train), [n_train, n_train + n_val), then test.
@@ -26,7 +26,6 @@ struct HeatDataOptions {
   long n_train = 1024, n_val = 128, n_test = 128;
   long seed = 1;
   long reference_substeps = 16;  // ADI/CN steps per horizon for the reference targets
-  std::string file;             // HDF5 dataset to read instead of generating (attnphys heat dataset)
 
   void declare(OptionSet& set, const std::string& section = "data");
   void validate() const;

@@ -85,6 +85,10 @@ class HeatSurrogate {
   // Attention weights (mean over heads) of query `query` in `layer`, for `sample` of the last forward.
   std::vector<double> attention_map(const SurrogateCache<T>& cache, const ParameterBuffer<T>& params, long layer,
                                     long sample, long query) const;
+  // kernel kind with one layer: row `query` of the learned linear operator b0·I + Σ_h a_h P_h (in normalised
+  // units, so directly comparable with the solver's response to a unit impulse); empty otherwise.
+  std::vector<double> operator_row(const SurrogateCache<T>& cache, const ParameterBuffer<T>& params,
+                                   long query) const;
 
  private:
   SurrogateOptions opt_;
