@@ -24,12 +24,15 @@ CsvLogger::~CsvLogger() {
   if (f_) std::fclose(f_);
 }
 
-CsvLogger::CsvLogger(CsvLogger&& o) noexcept : f_(o.f_), cols_(std::move(o.cols_)) { o.f_ = nullptr; }
+CsvLogger::CsvLogger(CsvLogger&& o) noexcept : f_(o.f_), cols_(std::move(o.cols_)), rows_(std::move(o.rows_)) {
+  o.f_ = nullptr;
+}
 CsvLogger& CsvLogger::operator=(CsvLogger&& o) noexcept {
   if (this != &o) {
     if (f_) std::fclose(f_);
     f_ = o.f_;
     cols_ = std::move(o.cols_);
+    rows_ = std::move(o.rows_);
     o.f_ = nullptr;
   }
   return *this;
@@ -38,6 +41,7 @@ CsvLogger& CsvLogger::operator=(CsvLogger&& o) noexcept {
 void CsvLogger::row(const std::vector<double>& values) {
   if (!f_) return;
   require(values.size() == cols_.size(), "CsvLogger: row has ", values.size(), " values, header has ", cols_.size());
+  rows_.insert(rows_.end(), values.begin(), values.end());
   for (std::size_t i = 0; i < values.size(); ++i) std::fprintf(f_, "%s%.10g", i ? "," : "", values[i]);
   std::fprintf(f_, "\n");
   std::fflush(f_);

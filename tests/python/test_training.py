@@ -38,6 +38,13 @@ def test_python_and_cli_agree(tmp_path):
         assert w.shape == (1, 16)
         assert np.isclose(w.sum(), 1.0, atol=1e-5)  # softmax rows are distributions
         assert f["fields/prediction"].shape == (4, 1, 16)
+        # The training metrics are in the HDF5 file too, equal to metrics.csv.
+        table = f["metrics/table"][()]
+        cols = f["metrics/table"].attrs["columns"]
+        cols = (cols.decode() if isinstance(cols, bytes) else cols).split(",")
+        csv = np.genfromtxt(tmp_path / "py" / "metrics.csv", delimiter=",", names=True)
+        assert table.shape == (12, len(cols))
+        np.testing.assert_allclose(table[:, cols.index("train_loss")], csv["train_loss"], rtol=1e-8)
 
 
 def test_bad_configuration_is_a_python_error(tmp_path):

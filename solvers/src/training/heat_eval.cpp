@@ -186,6 +186,13 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
     w.write<double>("/attention/stencil", stencil.data(), {sny, snx});
     w.set_attr("/attention", "query", std::vector<double>{double(qy), double(qx)});
     w.set_attr("/attention", "kernel_width", std::sqrt(2 * D.kappa * D.horizon()));
+    if (!metric_columns_.empty() && !metric_rows_.empty()) {
+      const std::uint64_t nc = metric_columns_.size(), nr = metric_rows_.size() / nc;
+      w.write<double>("/metrics/table", metric_rows_.data(), {nr, nc});
+      std::string names;
+      for (const auto& c : metric_columns_) names += (names.empty() ? "" : ",") + c;
+      w.set_attr("/metrics/table", "columns", names);
+    }
     w.set_attr("/", "config", config_toml);
     w.commit();
   }

@@ -1,6 +1,9 @@
 #pragma once
 // Evaluation of a trained heat surrogate (private to solvers/training; used by run_heat and
 // evaluate_heat_checkpoint).
+#include <string>
+#include <vector>
+
 #include "attnphys/solvers/training/heat_training.hpp"
 
 namespace attnphys::training {
@@ -12,6 +15,11 @@ class HeatEvaluator {
       : cfg_(cfg), model_(model), params_(params), mu_(mu), sigma_(sigma) {}
   // Fills the evaluation fields of res and writes eval.h5 and summary.json into out_dir.
   void run(HeatRunResult& res, const std::string& out_dir, const std::string& config_toml);
+  // Training metrics (the rows of metrics.csv of this run) to store in eval.h5 under /metrics as well.
+  void set_metrics(std::vector<std::string> columns, std::vector<double> rows) {
+    metric_columns_ = std::move(columns);
+    metric_rows_ = std::move(rows);
+  }
   // Surrogate prediction of fields [count, points] on an n-per-axis grid (denormalised, double).
   View2<double> predict(const View2<double>& inputs, long n_points, SurrogateCache<float>& cache);
 
@@ -20,6 +28,8 @@ class HeatEvaluator {
   const HeatSurrogate<float>& model_;
   const ParameterBuffer<float>& params_;
   double mu_, sigma_;
+  std::vector<std::string> metric_columns_;
+  std::vector<double> metric_rows_;
 };
 
 // Mean relative L2 between two sets of fields [count, points].

@@ -278,6 +278,7 @@ HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml)
   (void)data_seconds;
 
   HeatEvaluator ev(cfg, model, buf, mu, sigma);
+  ev.set_metrics(csv.columns(), csv.rows());
   ev.run(res, Tr.out_dir, config_toml);
   return res;
 }

@@ -23,10 +23,13 @@ class CsvLogger {
   const std::vector<std::string>& columns() const { return cols_; }
   // One row; values in column order. Flushed at once so a crash keeps what was logged.
   void row(const std::vector<double>& values);
+  // Every row logged by this logger, row-major [rows, columns] (for writing the metrics into HDF5 as well).
+  const std::vector<double>& rows() const { return rows_; }
 
  private:
   std::FILE* f_ = nullptr;
   std::vector<std::string> cols_;
+  std::vector<double> rows_;
 };
 
 class ProgressBar {
