@@ -28,15 +28,7 @@ void register_train(CLI::App& app) {
     OptionSet set;
     cfg.declare(set);
     flags->apply(set);
-    // The cosine schedule spans the run, and warm-up is at most a tenth of it, unless the user set them.
-    auto user_set = [&](const char* key) {
-      for (const auto& s : flags->sets)
-        if (s.rfind(key, 0) == 0) return true;
-      return false;
-    };
-    if (!user_set("schedule.total_steps")) cfg.train.schedule.total_steps = cfg.train.steps;
-    if (!user_set("schedule.warmup_steps"))
-      cfg.train.schedule.warmup_steps = std::min(cfg.train.schedule.warmup_steps, cfg.train.steps / 10);
+    cfg.apply_schedule_defaults(set);
     print_result(training::run_heat(cfg, set.to_toml()), flags->json);
   });
 

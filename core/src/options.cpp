@@ -62,6 +62,10 @@ bool OptionSet::has(const std::string& key) const {
   return std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == key; });
 }
 
+bool OptionSet::was_set(const std::string& key) const {
+  return std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == key && e.set; });
+}
+
 std::vector<std::string> OptionSet::keys() const {
   std::vector<std::string> k;
   for (const auto& e : entries_) k.push_back(e.key);
@@ -127,6 +131,7 @@ struct OptionSetAccess {
   static void assign(OptionSet::Entry& e, const toml::node& n, const std::string& source) {
     using Type = OptionSet::Type;
     const std::string where = "option '" + e.key + "' (from " + source + ")";
+    e.set = true;
     auto check_range = [&](double x) {
       require(e.range.contains(x), where, " = ", x, " is out of range; allowed: ", e.range.describe());
     };

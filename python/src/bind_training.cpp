@@ -20,15 +20,7 @@ training::HeatRunConfig configure(const std::string& config, const std::vector<s
   cfg.declare(set);
   if (!config.empty()) set.load_file(config);
   set.set_all(overrides);
-  auto user_set = [&](const char* key) {
-    for (const auto& s : overrides)
-      if (s.rfind(key, 0) == 0) return true;
-    return false;
-  };
-  // Same defaults as the command-line program: the cosine spans the run, warm-up at most a tenth of it.
-  if (!user_set("schedule.total_steps")) cfg.train.schedule.total_steps = cfg.train.steps;
-  if (!user_set("schedule.warmup_steps"))
-    cfg.train.schedule.warmup_steps = std::min(cfg.train.schedule.warmup_steps, cfg.train.steps / 10);
+  cfg.apply_schedule_defaults(set);
   *toml = set.to_toml();
   return cfg;
 }

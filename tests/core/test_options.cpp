@@ -99,3 +99,13 @@ TEST(Options, EditDistance) {
   EXPECT_EQ(edit_distance("", "abc"), 3u);
   EXPECT_EQ(edit_distance("same", "same"), 0u);
 }
+
+TEST(Options, WasSetTracksFilesAndOverrides) {
+  Fixture f;
+  EXPECT_FALSE(f.set.was_set("optimizer.lr"));
+  f.set.load_string("[schedule]\ntotal_steps = 7\n");
+  f.set.set("optimizer.lr=0.5");
+  EXPECT_TRUE(f.set.was_set("schedule.total_steps"));
+  EXPECT_TRUE(f.set.was_set("optimizer.lr"));
+  EXPECT_FALSE(f.set.was_set("train.steps"));
+}

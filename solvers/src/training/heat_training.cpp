@@ -79,6 +79,12 @@ void HeatRunConfig::validate() const {
           ") must be a multiple of model.n_heads (", model.encoder.n_heads, ")");
 }
 
+void HeatRunConfig::apply_schedule_defaults(const OptionSet& set) {
+  if (!set.was_set("schedule.total_steps")) train.schedule.total_steps = train.steps;
+  if (!set.was_set("schedule.warmup_steps"))
+    train.schedule.warmup_steps = std::min(train.schedule.warmup_steps, train.steps / 10);
+}
+
 // ------------------------------------------------------------------------------------------------ helpers
 
 namespace detail_train {

@@ -50,6 +50,8 @@ class OptionSet {
   }
 
   bool has(const std::string& key) const;
+  // Whether a config file or an override gave this key a value (defaults that depend on other options use it).
+  bool was_set(const std::string& key) const;
   std::vector<std::string> keys() const;
   std::string to_toml() const;
   Json to_json() const;
@@ -66,6 +68,7 @@ class OptionSet {
     std::string help;
     Range range;
     std::vector<std::string> choices;
+    bool set = false;
   };
   std::vector<Entry> entries_;
   Entry& find(const std::string& key, const std::string& source);

@@ -58,6 +58,9 @@ struct HeatRunConfig {
   EvalOptions eval;
   void declare(OptionSet& set);
   void validate() const;
+  // After loading `set`: the cosine spans train.steps and warm-up is at most a tenth of it, unless the
+  // configuration set schedule.total_steps / schedule.warmup_steps itself.
+  void apply_schedule_defaults(const OptionSet& set);
 };
 
 struct HeatRunResult {
