@@ -9,16 +9,25 @@ operators S = σ/2. Spins are ±1 arrays of shape [B, N]; σ_i = +1 is spin up (
     rbm = spin.Rbm(m.n, alpha=2)
     vmc = spin.Vmc(m, rbm, {"vmc.lr": 0.05, "sampler.n_samples": 1024})
     history = vmc.run(200, callback=lambda step: step["error"] > 1e-4)
+
+    # The relative-position transformer (factored attention, patches, complex log-cosh readout):
+    psi = spin.Transformer(m.n, periodic=True, options={"transformer.marshall_sign": True})
+    vmc = spin.Vmc(m, psi, {"vmc.lr": 0.05})
+    # Or the whole `attnphys vmc` job, with the same defaults and results as the CLI:
+    spin.run_vmc({"model.model": "heisenberg", "model.n": 20, "model.bc": "periodic"})
 """
 import numpy as _np
 
 from ._core.spin import (  # noqa: F401
+    Ansatz,
     ChainModel,
     Rbm,
+    Transformer,
     Vmc,
     connected,
     exact_ground_state,
     reference_energy,
+    run_vmc,
 )
 
 
@@ -26,3 +35,10 @@ def all_states(n):
     """Every configuration of n spins as a [2^n, n] array of ±1 (bit i of the row index is spin i)."""
     idx = _np.arange(2 ** n, dtype=_np.int64)[:, None]
     return _np.where((idx >> _np.arange(n)) & 1, 1.0, -1.0)
+
+
+# Autoregressive transformer ansatz (exact sampling) and its VMC driver:
+#     ar = spin.Autoregressive(m.n, d_model=16, n_heads=2, n_layers=2)
+#     ar.sample(1000)                                   # [1000, n] exact draws from |psi|^2
+#     vmc = spin.AutoregressiveVmc(m, ar, {"vmc.lr": 0.05, "sampler.n_samples": 512})
+from ._core.spin import Autoregressive, AutoregressiveVmc  # noqa: E402,F401

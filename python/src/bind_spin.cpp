@@ -4,6 +4,8 @@
 #include "attnphys/solvers/vmc/driver.hpp"
 #include "attnphys/solvers/vmc/local_energy.hpp"
 #include "attnphys/solvers/vmc/rbm.hpp"
+#include "attnphys/solvers/vmc/run.hpp"
+#include "attnphys/solvers/vmc/transformer.hpp"
 #include "bindings.hpp"
 
 namespace attnphys::python {
@@ -30,10 +32,22 @@ Array<double> out_array(const V& v, std::vector<long> shape) {
   return out;
 }
 
-struct PyRbm {
-  std::unique_ptr<vmc::Rbm<double>> rbm;
+// Every ansatz exposed to Python is a PyAnsatz (the methods live on the base class); Rbm and Transformer only add
+// constructors.
+struct PyAnsatz {
+  std::unique_ptr<vmc::LogPsiModel<double>> rbm;  // the model (named rbm for history: it is any LogPsiModel)
   LiveToken token;
 };
+struct PyRbm : PyAnsatz {};
+struct PyTransformer : PyAnsatz {};
+
+void apply_options(OptionSet& set, const std::map<std::string, py::object>& options) {
+  for (const auto& [k, v] : options) {
+    std::string text = py::isinstance<py::bool_>(v) ? (v.cast<bool>() ? "true" : "false")
+                                                     : py::str(v).cast<std::string>();
+    set.set(k + "=" + text);
+  }
+}
 
 struct PyVmc {
   std::shared_ptr<spin::SpinHamiltonian> H;
@@ -136,29 +150,33 @@ void bind_spin(py::module_& m) {
   }, py::arg("model"), py::arg("sigma"),
      "connected configurations [B, max_conn, N] and matrix elements [B, max_conn] (slot 0: the diagonal)");
 
-  py::class_<PyRbm>(sp, "Rbm", "restricted Boltzmann machine ansatz (complex or real parameters)")
-      .def(py::init([](int n, double alpha, bool complex, bool visible_bias, double init_std, long seed) {
-             auto p = std::make_unique<PyRbm>();
-             p->rbm = std::make_unique<vmc::Rbm<double>>(
-                 n, vmc::RbmOptions{alpha, complex, visible_bias, init_std, std::uint64_t(seed)});
-             return p;
-           }),
-           py::arg("n"), py::arg("alpha") = 1.0, py::arg("complex") = true, py::arg("visible_bias") = true,
-           py::arg("init_std") = 0.01, py::arg("seed") = 1)
-      .def_property_readonly("n_parameters", [](const PyRbm& p) { return p.rbm->n_parameters(); })
-      .def_property_readonly("n_sites", [](const PyRbm& p) { return p.rbm->n_sites(); })
-      .def("get_parameters", [](const PyRbm& p) {
+  py::class_<PyAnsatz>(sp, "Ansatz", "a variational wavefunction log ψ(σ) (base class of Rbm, Transformer)")
+      .def_property_readonly("n_parameters", [](const PyAnsatz& p) { return p.rbm->n_parameters(); })
+      .def_property_readonly("n_sites", [](const PyAnsatz& p) { return p.rbm->n_sites(); })
+      .def("parameter_blocks", [](const PyAnsatz& p) {
+        py::list out;
+        for (const auto& b : p.rbm->parameters().blocks()) {
+          py::dict d;
+          d["name"] = b.name;
+          d["offset"] = b.offset;
+          d["shape"] = b.shape;
+          out.append(d);
+        }
+        return out;
+      }, "[{'name', 'offset', 'shape'}] of the flat parameter vector, in order")
+      .def_property_readonly("name", [](const PyAnsatz& p) { return p.rbm->name(); })
+      .def("get_parameters", [](const PyAnsatz& p) {
         auto v = p.rbm->parameters().get_host();
         Array<double> out(long(v.size()));
         std::copy(v.begin(), v.end(), out.mutable_data());
         return out;
       })
-      .def("set_parameters", [](PyRbm& p, const Array<double>& a) {
+      .def("set_parameters", [](PyAnsatz& p, const Array<double>& a) {
         require(a.ndim() == 1 && a.shape(0) == p.rbm->n_parameters(), "expected ", p.rbm->n_parameters(),
                 " parameters, got shape ", shape_str(a));
         p.rbm->parameters().set_host(std::vector<double>(a.data(), a.data() + a.shape(0)));
       })
-      .def("log_psi", [](PyRbm& p, const Array<double>& sigma) {
+      .def("log_psi", [](PyAnsatz& p, const Array<double>& sigma) {
         auto s = spins_in(sigma, p.rbm->n_sites());
         const long B = s.extent(0);
         View1<double> re("re", B), im("im", B);
@@ -168,7 +186,7 @@ void bind_spin(py::module_& m) {
         for (long b = 0; b < B; ++b) out.mutable_data()[b] = {hr(b), hi(b)};
         return out;
       }, py::arg("sigma"), "complex log ψ of a batch [B, N] of ±1 spins")
-      .def("gradients", [](PyRbm& p, const Array<double>& sigma) {
+      .def("gradients", [](PyAnsatz& p, const Array<double>& sigma) {
         auto s = spins_in(sigma, p.rbm->n_sites());
         const long B = s.extent(0), P = p.rbm->n_parameters();
         View2<double> ore("ore", B, P), oim("oim", B, P);
@@ -178,7 +196,7 @@ void bind_spin(py::module_& m) {
         for (long k = 0; k < B * P; ++k) out.mutable_data()[k] = {hr.data()[k], hi.data()[k]};
         return out;
       }, py::arg("sigma"), "per-sample ∂ log ψ / ∂θ [B, P] (complex)")
-      .def("local_energies", [](PyRbm& p, const ChainModel& c, const Array<double>& sigma) {
+      .def("local_energies", [](PyAnsatz& p, const ChainModel& c, const Array<double>& sigma) {
         require(c.n == p.rbm->n_sites(), "model has ", c.n, " sites, the RBM ", p.rbm->n_sites());
         spin::SpinHamiltonian H(c);
         auto s = spins_in(sigma, c.n);
@@ -192,25 +210,79 @@ void bind_spin(py::module_& m) {
         return out;
       }, py::arg("model"), py::arg("sigma"), "E_loc(σ) = Σ H_σσ' ψ(σ')/ψ(σ) of a batch (complex)");
 
+  py::class_<PyRbm, PyAnsatz>(sp, "Rbm", "restricted Boltzmann machine ansatz (complex or real parameters)")
+      .def(py::init([](int n, double alpha, bool complex, bool visible_bias, double init_std, long seed) {
+             auto p = std::make_unique<PyRbm>();
+             p->rbm = std::make_unique<vmc::Rbm<double>>(
+                 n, vmc::RbmOptions{alpha, complex, visible_bias, init_std, std::uint64_t(seed)});
+             return p;
+           }),
+           py::arg("n"), py::arg("alpha") = 1.0, py::arg("complex") = true, py::arg("visible_bias") = true,
+           py::arg("init_std") = 0.01, py::arg("seed") = 1);
+
+  py::class_<PyTransformer, PyAnsatz>(sp, "Transformer",
+                                      "relative-position (factored-attention) transformer wavefunction; options as "
+                                      "in the [transformer] config section")
+      .def(py::init([](int n, bool periodic, const std::map<std::string, py::object>& options) {
+             vmc::TransformerAnsatzOptions o;
+             OptionSet set;
+             o.declare(set);
+             apply_options(set, options);
+             auto p = std::make_unique<PyTransformer>();
+             p->rbm = std::make_unique<vmc::TransformerAnsatz<double>>(n, periodic, o);
+             return p;
+           }),
+           py::arg("n"), py::arg("periodic") = true, py::arg("options") = std::map<std::string, py::object>{},
+           "options: {'transformer.patch_size': 2, 'transformer.d_model': 16, 'transformer.marshall_sign': True, ...}");
+
+  sp.def("run_vmc", [](const std::map<std::string, py::object>& options, py::object callback) {
+    vmc::VmcRunConfig cfg;
+    OptionSet set;
+    cfg.declare(set);
+    apply_options(set, options);
+    cfg.apply_defaults(set);
+    std::function<bool(const vmc::VmcStep&)> cb;
+    if (!callback.is_none())
+      cb = [callback](const vmc::VmcStep& s) {
+        py::object r = callback(step_dict(s));
+        return r.is_none() || r.cast<bool>();
+      };
+    const auto r = vmc::run_vmc(cfg, cb);
+    py::dict d;
+    d["energy"] = r.energy;
+    d["energy_error"] = r.energy_error;
+    d["variance"] = r.variance;
+    d["v_score"] = r.v_score;
+    d["tau"] = r.tau;
+    d["r_hat"] = r.r_hat;
+    d["n_parameters"] = r.n_parameters;
+    d["iterations"] = r.iterations;
+    d["seconds"] = r.seconds;
+    d["reference"] = r.reference ? py::object(py::float_(*r.reference)) : py::object(py::none());
+    d["relative_error"] = r.relative_error();
+    py::list hist;
+    for (const auto& s : r.history) hist.append(step_dict(s));
+    d["history"] = hist;
+    return d;
+  }, py::arg("options") = std::map<std::string, py::object>{}, py::arg("callback") = py::none(),
+     "the `attnphys vmc` job: options as config keys ({'model.model': 'heisenberg', 'model.n': 20, ...}); same "
+     "defaults and results as the CLI");
+
   py::class_<PyVmc>(sp, "Vmc", "VMC driver: Metropolis sampling, SR/minSR/Adam updates, checkpoints")
-      .def(py::init([](const ChainModel& c, PyRbm& rbm, const std::map<std::string, py::object>& options) {
+      .def(py::init([](const ChainModel& c, PyAnsatz& rbm, const std::map<std::string, py::object>& options) {
              vmc::VmcOptions o;
              o.sampler.fixed_sz = c.conserves_sz();
              o.sampler.two_sz = spin::ground_state_two_sz(c.n);
              o.sampler.periodic = c.periodic();
              OptionSet set;
              o.declare(set);
-             for (const auto& [k, v] : options) {
-               std::string text = py::isinstance<py::bool_>(v) ? (v.cast<bool>() ? "true" : "false")
-                                                                : py::str(v).cast<std::string>();
-               set.set(k + "=" + text);
-             }
+             apply_options(set, options);
              auto p = std::make_unique<PyVmc>();
              p->H = std::make_shared<spin::SpinHamiltonian>(c);
              p->driver = std::make_unique<vmc::VmcDriver<double>>(*rbm.rbm, *p->H, o);
              return p;
            }),
-           py::arg("model"), py::arg("rbm"), py::arg("options") = std::map<std::string, py::object>{},
+           py::arg("model"), py::arg("ansatz"), py::arg("options") = std::map<std::string, py::object>{},
            py::keep_alive<1, 3>(),
            "options: {'vmc.lr': 0.05, 'sampler.n_samples': 1024, ...} (keys as in the TOML configs)")
       .def("run", [](PyVmc& p, long n_iter, py::object callback) {

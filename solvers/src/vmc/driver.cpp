@@ -54,12 +54,50 @@ VmcDriver<T>::VmcDriver(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, c
   o.validate();
   require(model.n_sites() == H.n_sites(), "the model has ", model.n_sites(), " sites, the Hamiltonian ",
           H.n_sites());
-  sampler_ = std::make_unique<MetropolisSampler<T>>(model, o.sampler, o.sampler.periodic);
+  auto* direct = dynamic_cast<DirectSampling<T>*>(&model);
+  require(direct || o.sampler.move != "exact", "sampler.move = exact needs a model that samples |psi|^2 directly "
+          "(autoregressive); the model '", model.name(), "' does not: use move = auto, local or exchange");
+  if (direct && (o.sampler.move == "auto" || o.sampler.move == "exact")) {
+    direct_ = direct;
+    int two_sz = 0;
+    const bool sector = direct->fixed_sector(two_sz);
+    require(!o.sampler.fixed_sz || (sector && two_sz == o.sampler.two_sz),
+            "sampler.fixed_sz asks for the sector 2Sz = ", o.sampler.two_sz, ", but direct samples of the model '",
+            model.name(), "' come from ",
+            sector ? "the sector 2Sz = " + std::to_string(two_sz) : std::string("every sector"),
+            ": confine the model to that sector (autoregressive.fixed_sz, two_sz) or set sampler.fixed_sz = false");
+  } else {
+    sampler_ = std::make_unique<MetropolisSampler<T>>(model, o.sampler, o.sampler.periodic);
+  }
   delta_ = View1<T>("attnphys::vmc_delta", model.n_parameters());
 }
 
 template <class T>
-ChainStats VmcDriver<T>::energy_stats(const MetropolisSampler<T>& s) {
+MetropolisSampler<T>& VmcDriver<T>::sampler() {
+  require(sampler_ != nullptr, "the VMC driver samples the model '", model_.name(),
+          "' directly: it has no Markov-chain sampler");
+  return *sampler_;
+}
+
+template <class T>
+void VmcDriver<T>::sample_direct(long M, std::uint64_t seed, std::uint64_t counter) {
+  ScopedRegion region("attnphys::vmc_sample_direct");
+  const long N = model_.n_sites();
+  if (samples_.extent(0) != std::size_t(M) || samples_.extent(1) != std::size_t(N)) {
+    samples_ = View2<T>("attnphys::vmc_samples", M, N);
+    lp_re_ = View1<T>("attnphys::vmc_samples_re", M);
+    lp_im_ = View1<T>("attnphys::vmc_samples_im", M);
+  }
+  direct_->sample_direct(samples_, seed, counter);
+  for (long m0 = 0; m0 < M; m0 += opt_.chunk_size) {
+    const auto r = Kokkos::make_pair(m0, std::min(M, m0 + opt_.chunk_size));
+    model_.log_psi(Kokkos::subview(samples_, r, Kokkos::ALL()), Kokkos::subview(lp_re_, r),
+                   Kokkos::subview(lp_im_, r));
+  }
+}
+
+template <class T>
+ChainStats VmcDriver<T>::energy_stats(long n_steps, long n_chains) {
   const long M = samples_.extent(0);
   if (e_re_.extent(0) != std::size_t(M)) {
     e_re_ = View1<T>("attnphys::vmc_e_re", M);
@@ -69,7 +107,7 @@ ChainStats VmcDriver<T>::energy_stats(const MetropolisSampler<T>& s) {
   auto h = to_host(e_re_);
   std::vector<double> x(M);
   for (long m = 0; m < M; ++m) x[m] = double(h(m));
-  ChainStats st = chain_statistics(x, M / s.n_chains(), s.n_chains());
+  ChainStats st = chain_statistics(x, n_steps, n_chains);
   require(std::isfinite(st.mean), "VMC energy is ", st.mean, " at iteration ", iter_,
           ": the wavefunction diverged. Lower vmc.lr, raise vmc.diag_shift, or restart from the last checkpoint");
   return st;
@@ -78,16 +116,22 @@ ChainStats VmcDriver<T>::energy_stats(const MetropolisSampler<T>& s) {
 template <class T>
 ChainStats VmcDriver<T>::estimate_energy(long n_samples) {
   ScopedRegion region("attnphys::vmc_estimate");
+  if (direct_) {  // a fresh stream for extra samples, the run's own stream otherwise (as the chains continue)
+    const long M = n_samples > 0 ? n_samples : opt_.sampler.n_samples;
+    if (n_samples > 0) sample_direct(M, std::uint64_t(opt_.sampler.seed + 7919 * (iter_ + 1)), 0);
+    else sample_direct(M, std::uint64_t(opt_.sampler.seed), direct_counter_++);
+    return energy_stats(1, M);
+  }
   if (n_samples > 0) {
     SamplerOptions so = opt_.sampler;
     so.n_samples = n_samples;
     so.seed = opt_.sampler.seed + 7919 * (iter_ + 1);
     MetropolisSampler<T> s(model_, so, so.periodic);
     s.sample(samples_, lp_re_, lp_im_);
-    return energy_stats(s);
+    return energy_stats(s.n_steps_per_sample(), s.n_chains());
   }
   sampler_->sample(samples_, lp_re_, lp_im_);
-  return energy_stats(*sampler_);
+  return energy_stats(sampler_->n_steps_per_sample(), sampler_->n_chains());
 }
 
 template <class T>
@@ -96,10 +140,17 @@ VmcStep VmcDriver<T>::step() {
   const auto t0 = std::chrono::steady_clock::now();
   VmcStep out;
   out.iteration = iter_;
-  sampler_->reset_acceptance();
-  sampler_->sample(samples_, lp_re_, lp_im_);
-  out.acceptance = sampler_->acceptance();
-  const ChainStats st = energy_stats(*sampler_);
+  ChainStats st;
+  if (direct_) {  // independent exact draws: one "step" of M chains, so tau = 1
+    sample_direct(opt_.sampler.n_samples, std::uint64_t(opt_.sampler.seed), direct_counter_++);
+    out.acceptance = 1.0;
+    st = energy_stats(1, opt_.sampler.n_samples);
+  } else {
+    sampler_->reset_acceptance();
+    sampler_->sample(samples_, lp_re_, lp_im_);
+    out.acceptance = sampler_->acceptance();
+    st = energy_stats(sampler_->n_steps_per_sample(), sampler_->n_chains());
+  }
   {
     auto hi = to_host(e_im_);
     double s = 0;
@@ -141,7 +192,7 @@ VmcStep VmcDriver<T>::step() {
     Kokkos::parallel_for(
         "attnphys::vmc_update", Kokkos::RangePolicy<ExecSpace>(0, P), KOKKOS_LAMBDA(const long k) { p(k) -= lr * d(k); });
   }
-  sampler_->refresh();
+  if (sampler_) sampler_->refresh();
   ++iter_;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
@@ -185,9 +236,10 @@ template <class T>
 void VmcDriver<T>::save_checkpoint(const std::string& path) const {
   h5::Writer w(path, "vmc_checkpoint", 1);
   h5::write_parameters(w, "/model", model_.parameters(), true);
-  h5::write_view(w, "/sampler/states", sampler_->states());
+  if (sampler_) h5::write_view(w, "/sampler/states", sampler_->states());
+  w.set_attr("/", "sampler", std::string(sampler_ ? "metropolis" : "exact"));
   w.set_attr("/", "iteration", iter_);
-  w.set_attr("/", "sampler_step", long(sampler_->step_counter()));
+  w.set_attr("/", "sampler_step", long(sampler_ ? sampler_->step_counter() : direct_counter_));
   w.set_attr("/", "adam_steps", adam_.steps_taken());
   w.set_attr("/", "model_name", model_.name());
   w.commit();
@@ -196,10 +248,18 @@ void VmcDriver<T>::save_checkpoint(const std::string& path) const {
 template <class T>
 void VmcDriver<T>::load_checkpoint(const std::string& path) {
   h5::Reader r(path, "vmc_checkpoint", 1);
+  const std::string kind = r.has_attr("/", "sampler") ? r.attr_string("/", "sampler") : "metropolis";
+  const std::string want = sampler_ ? "metropolis" : "exact";
+  require(kind == want, "checkpoint ", path, " was written with ", kind, " sampling, but this run uses ", want,
+          " sampling (sampler.move)");
   h5::read_parameters(r, "/model", model_.parameters(), true);
-  View2<T> states("attnphys::vmc_states", sampler_->states().extent(0), sampler_->states().extent(1));
-  h5::read_view(r, "/sampler/states", states);
-  sampler_->restore(states, std::uint64_t(r.attr_long("/", "sampler_step")));
+  if (sampler_) {
+    View2<T> states("attnphys::vmc_states", sampler_->states().extent(0), sampler_->states().extent(1));
+    h5::read_view(r, "/sampler/states", states);
+    sampler_->restore(states, std::uint64_t(r.attr_long("/", "sampler_step")));
+  } else {
+    direct_counter_ = std::uint64_t(r.attr_long("/", "sampler_step"));
+  }
   iter_ = r.attr_long("/", "iteration");
   adam_.set_steps_taken(r.attr_long("/", "adam_steps"));
 }

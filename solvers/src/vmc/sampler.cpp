@@ -12,7 +12,8 @@ void SamplerOptions::declare(OptionSet& s, const std::string& p) {
         Range::at_least(1));
   s.add(p + ".n_discard", &n_discard, "sweeps discarded before sampling", Range::non_negative());
   s.add(p + ".sweep_size", &sweep_size, "Metropolis steps per sweep (0: number of sites)", Range::non_negative());
-  s.add(p + ".move", &move, "proposal", {"auto", "local", "exchange"});
+  s.add(p + ".move", &move, "proposal (exact: direct sampling, for models that support it)",
+        {"auto", "local", "exchange", "exact"});
   s.add(p + ".exchange_distance", &exchange_distance, "largest distance of exchanged pairs (0: any)",
         Range::non_negative());
   s.add(p + ".global_flip", &global_flip, "probability of a global spin flip", Range::closed(0, 1));
@@ -21,8 +22,8 @@ void SamplerOptions::declare(OptionSet& s, const std::string& p) {
 
 void SamplerOptions::validate() const {
   require(n_chains >= 1 && n_samples >= 1, "sampler needs n_chains >= 1 and n_samples >= 1");
-  require(move == "auto" || move == "local" || move == "exchange", "unknown move '", move,
-          "': use auto, local or exchange");
+  require(move == "auto" || move == "local" || move == "exchange" || move == "exact", "unknown move '", move,
+          "': use auto, local, exchange or exact");
   require(global_flip >= 0 && global_flip <= 1, "global_flip is a probability, got ", global_flip);
   require(!(global_flip > 0 && fixed_sz && two_sz != 0), "global flips leave the sector 2Sz = ", two_sz,
           ": use global_flip = 0");
@@ -33,6 +34,8 @@ MetropolisSampler<T>::MetropolisSampler(LogPsiModel<T>& model, const SamplerOpti
     : model_(model), opt_(o), n_(model.n_sites()) {
   o.validate();
   sweep_ = o.sweep_size > 0 ? o.sweep_size : n_;
+  require(o.move != "exact", "move = exact is direct sampling, not a Metropolis move: the model '", model.name(),
+          "' must sample |psi|^2 itself (the VMC driver does this for autoregressive models)");
   move_ = o.move == "auto" ? (o.fixed_sz ? "exchange" : "local") : o.move;
   require(!(o.fixed_sz && move_ == "local"), "local flips leave the fixed-Sz sector: use move = exchange");
   if (o.fixed_sz)

@@ -2,23 +2,41 @@
 
 #include <Eigen/Dense>
 #include <cmath>
+#include <type_traits>
+#include <vector>
 
 #include "attnphys/core/gemm.hpp"
 
 namespace attnphys::vmc {
 
 namespace {
-// Solves (A + shift·I) x = b for symmetric positive semi-definite A; Cholesky first, pseudo-inverse fallback.
-Eigen::VectorXd spd_solve(Eigen::MatrixXd A, const Eigen::VectorXd& b, double shift, double rcond, bool& pinv) {
-  A.diagonal().array() += shift;
-  Eigen::LLT<Eigen::MatrixXd> llt(A);
+// Solves (A + shift·I) x = b in place for a symmetric positive semi-definite A held in `a` (n×n, only the upper
+// triangle and the diagonal are read; the storage is overwritten). Cholesky first; when it fails, or its solution
+// does not solve the system, an eigenvalue pseudo-inverse with cut-off rcond·λ_max.
+Eigen::VectorXd spd_solve(double* a, long n, const Eigen::VectorXd& b, double shift, double rcond, bool& pinv) {
+  Eigen::Map<Eigen::MatrixXd> A(a, n, n);
+  const Eigen::VectorXd diag = A.diagonal().array() + shift;
+  A.diagonal() = diag;
+  auto full_times = [&](const Eigen::VectorXd& x) -> Eigen::VectorXd {  // (upper part + its transpose + diag) x
+    Eigen::VectorXd y = A.triangularView<Eigen::StrictlyUpper>() * x;
+    y.noalias() += A.triangularView<Eigen::StrictlyUpper>().transpose() * x;
+    return y + diag.cwiseProduct(x);
+  };
   pinv = false;
-  if (llt.info() == Eigen::Success) {
-    Eigen::VectorXd x = llt.solve(b);
-    if (x.allFinite() && (A * x - b).norm() <= 1e-6 * std::max(1e-300, b.norm())) return x;
+  {
+    // In-place Cholesky of the lower triangle (the strictly upper part stays A's).
+    A.triangularView<Eigen::StrictlyLower>() = A.triangularView<Eigen::StrictlyUpper>().transpose();
+    Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(A);
+    if (llt.info() == Eigen::Success) {
+      Eigen::VectorXd x = llt.solve(b);
+      if (x.allFinite() && (full_times(x) - b).norm() <= 1e-6 * std::max(1e-300, b.norm())) return x;
+    }
   }
   pinv = true;
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(A);
+  Eigen::MatrixXd F = A.triangularView<Eigen::StrictlyUpper>();
+  F.triangularView<Eigen::StrictlyLower>() = A.triangularView<Eigen::StrictlyUpper>().transpose();
+  F.diagonal() = diag;
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(F);
   const Eigen::VectorXd w = es.eigenvalues();
   const double cut = rcond * std::max(std::abs(w.maxCoeff()), 1e-300);
   Eigen::VectorXd c = es.eigenvectors().transpose() * b;
@@ -26,13 +44,51 @@ Eigen::VectorXd spd_solve(Eigen::MatrixXd A, const Eigen::VectorXd& b, double sh
   return es.eigenvectors() * c;
 }
 
-template <class V>
-Eigen::MatrixXd to_eigen(const V& v) {
+// Host double copy of a symmetric [n, n] view (the view's own storage when it already is host double).
+template <class T>
+double* host_square(const View2<T>& v, std::vector<double>& own) {
   auto h = to_host(v);
-  Eigen::MatrixXd m(h.extent(0), h.extent(1));
-  for (std::size_t i = 0; i < h.extent(0); ++i)
-    for (std::size_t j = 0; j < h.extent(1); ++j) m(i, j) = double(h(i, j));
-  return m;
+  if constexpr (std::is_same_v<T, double> && std::is_same_v<MemSpace, Kokkos::HostSpace>) {
+    (void)own;
+    return h.data();
+  } else {
+    own.assign(h.data(), h.data() + h.span());
+    return own.data();
+  }
+}
+
+// Work buffers kept between calls (VMC calls sr_direction every iteration with the same shapes, and allocating
+// and zeroing ~100 MB each time cost as much as the products); released when Kokkos finalises.
+template <class T>
+struct SrWork {
+  View2<T> X, eps, F, K, y, D;
+  long M = -1, P = -1;
+  bool pxp = false;
+  void ensure(long m, long p, bool use_pxp) {
+    if (m == M && p == P && use_pxp == pxp) return;
+    X = View2<T>(("attnphys::sr_x"), 2 * m, p);
+    eps = View2<T>(("attnphys::sr_eps"), 2 * m, 1);
+    F = View2<T>(("attnphys::sr_f"), p, 1);
+    K = use_pxp ? View2<T>(("attnphys::sr_s"), p, p) : View2<T>(("attnphys::sr_kernel"), 2 * m, 2 * m);
+    y = View2<T>(("attnphys::sr_y"), 2 * m, 1);
+    D = View2<T>(("attnphys::sr_d"), p, 1);
+    M = m;
+    P = p;
+    pxp = use_pxp;
+  }
+};
+
+template <class T>
+SrWork<T>& sr_work() {
+  static SrWork<T>* work = nullptr;
+  if (!work) {
+    work = new SrWork<T>();
+    Kokkos::push_finalize_hook([] {
+      delete work;
+      work = nullptr;
+    });
+  }
+  return *work;
 }
 }  // namespace
 
@@ -45,14 +101,18 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
   require(M >= 1 && o_im.extent(0) == std::size_t(M) && o_im.extent(1) == std::size_t(P) &&
               e_re.extent(0) == std::size_t(M) && e_im.extent(0) == std::size_t(M) &&
               delta.extent(0) == std::size_t(P),
-          "sr_direction: O must be [M, P] (twice), E_loc [M] (twice) and delta [P]");
+          "sr_direction: O must be [M, P] (twice), E_loc [M] (twice) and delta [P]; got O ", o_re.extent(0), "x",
+          o_re.extent(1), " and ", o_im.extent(0), "x", o_im.extent(1), ", E_loc ", e_re.extent(0), " and ",
+          e_im.extent(0), ", delta ", delta.extent(0));
   require(form == "pxp" || form == "minsr" || form == "auto", "unknown SR form '", form, "': use pxp, minsr or auto");
   require(diag_shift >= 0, "SR diagonal shift must be >= 0, got ", diag_shift);
   SrInfo info;
   info.form = form == "auto" ? (P > 2 * M ? "minsr" : "pxp") : form;
 
   // Centre and stack.
-  View2<T> X("attnphys::sr_x", 2 * M, P), eps("attnphys::sr_eps", 2 * M, 1);
+  auto& work = sr_work<T>();
+  work.ensure(M, P, info.form == "pxp");
+  const auto X = work.X, eps = work.eps;
   const double inv_sqrt_m = 1.0 / std::sqrt(double(M));
   Kokkos::parallel_for(
       "attnphys::sr_center", Kokkos::RangePolicy<ExecSpace>(0, P), KOKKOS_LAMBDA(const long k) {
@@ -82,7 +142,7 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
         eps(m, 0) = T((double(e_re(m)) - er) * inv_sqrt_m);
         eps(M + m, 0) = T((double(e_im(m)) - ei) * inv_sqrt_m);
       });
-  View2<T> F("attnphys::sr_f", P, 1);
+  const auto F = work.F;
   gemm('T', 'N', T(1), X, eps, T(0), F);
   {
     auto hf = to_host(F);
@@ -98,18 +158,27 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
 
   Eigen::VectorXd d;
   if (info.form == "pxp") {
-    View2<T> S("attnphys::sr_s", P, P);
-    gemm('T', 'N', T(1), X, X, T(0), S);
-    d = spd_solve(to_eigen(S), to_eigen(F).col(0), diag_shift, rcond, info.used_pinv);
+    gemm('T', 'N', T(1), X, X, T(0), work.K);
+    auto hf = to_host(F);
+    Eigen::VectorXd f(P);
+    for (long k = 0; k < P; ++k) f[k] = double(hf(k, 0));
+    std::vector<double> own;
+    d = spd_solve(host_square(work.K, own), P, f, diag_shift, rcond, info.used_pinv);
   } else {
-    View2<T> K("attnphys::sr_kernel", 2 * M, 2 * M), y("attnphys::sr_y", 2 * M, 1), D("attnphys::sr_d", P, 1);
-    gemm('N', 'T', T(1), X, X, T(0), K);
-    const Eigen::VectorXd yy = spd_solve(to_eigen(K), to_eigen(eps).col(0), diag_shift, rcond, info.used_pinv);
+    const auto y = work.y, D = work.D;
+    gemm('N', 'T', T(1), X, X, T(0), work.K);
+    auto he = to_host(eps);
+    Eigen::VectorXd e(2 * M);
+    for (long m = 0; m < 2 * M; ++m) e[m] = double(he(m, 0));
+    std::vector<double> own;
+    const Eigen::VectorXd yy = spd_solve(host_square(work.K, own), 2 * M, e, diag_shift, rcond, info.used_pinv);
     auto hy = Kokkos::create_mirror_view(y);
     for (long m = 0; m < 2 * M; ++m) hy(m, 0) = T(yy[m]);
     Kokkos::deep_copy(y, hy);
     gemm('T', 'N', T(1), X, y, T(0), D);
-    d = to_eigen(D).col(0);
+    auto hd = to_host(D);
+    d.resize(P);
+    for (long k = 0; k < P; ++k) d[k] = double(hd(k, 0));
   }
   require(d.allFinite(), "SR produced a non-finite update: raise the diagonal shift or lower the learning rate");
   auto hd = Kokkos::create_mirror_view(delta);

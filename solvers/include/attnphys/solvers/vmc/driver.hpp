@@ -7,6 +7,10 @@
 // A callback returning false stops the run after that step. A NaN or infinite energy stops it with an Error.
 // Checkpoints hold the parameters, the optimizer state, the chain states and the random-number counter, so a
 // restarted run continues exactly as the uninterrupted one would.
+//
+// Models that implement DirectSampling (autoregressive ones) are sampled exactly when sampler.move is auto or
+// exact: sampler.n_samples independent draws per iteration, draw k of the run using counter k (no chains, no
+// burn-in; energy statistics with tau = 1, acceptance reported as 1). Other models use the Metropolis sampler.
 #include <functional>
 #include <memory>
 #include <string>
@@ -65,7 +69,10 @@ class VmcDriver {
   void load_checkpoint(const std::string& path);
 
   long iteration() const { return iter_; }
-  MetropolisSampler<T>& sampler() { return *sampler_; }
+  // The Markov-chain sampler (an Error when the driver samples directly).
+  MetropolisSampler<T>& sampler();
+  bool direct_sampling() const { return direct_ != nullptr; }
+  std::uint64_t direct_counter() const { return direct_counter_; }
   const VmcOptions& options() const { return opt_; }
   static std::vector<std::string> log_columns();
   static std::vector<double> log_row(const VmcStep& s);
@@ -74,12 +81,17 @@ class VmcDriver {
   LogPsiModel<T>& model_;
   const spin::SpinHamiltonian& H_;
   VmcOptions opt_;
-  std::unique_ptr<MetropolisSampler<T>> sampler_;
+  std::unique_ptr<MetropolisSampler<T>> sampler_;  // null when sampling directly
+  DirectSampling<T>* direct_ = nullptr;
+  std::uint64_t direct_counter_ = 0;
   Optimizer adam_;
   long iter_ = 0;
   View2<T> samples_, o_re_, o_im_;
   View1<T> lp_re_, lp_im_, e_re_, e_im_, delta_;
-  ChainStats energy_stats(const MetropolisSampler<T>& s);
+  // Local energies of samples_ and their statistics as n_steps steps of n_chains chains.
+  ChainStats energy_stats(long n_steps, long n_chains);
+  // n_samples direct draws into samples_ (with log ψ) from (seed, counter).
+  void sample_direct(long n_samples, std::uint64_t seed, std::uint64_t counter);
 };
 
 }  // namespace attnphys::vmc

@@ -20,7 +20,8 @@ struct SamplerOptions {
   long n_samples = 1024;     // per call of sample(), rounded up to a multiple of n_chains
   long n_discard = 16;       // sweeps discarded at the start of every sample() call
   long sweep_size = 0;       // Metropolis steps between kept samples; 0: the number of sites
-  std::string move = "auto"; // auto | local | exchange (auto: exchange when a fixed Sz sector is sampled)
+  std::string move = "auto"; // auto | local | exchange | exact (auto: exchange when a fixed Sz sector is sampled;
+                             // exact, and auto for models with DirectSampling: the VMC driver samples directly)
   long exchange_distance = 0;  // 0: any pair
   bool periodic = true;        // whether exchange distances wrap around (the driver's sampler uses this)
   double global_flip = 0.0;    // probability of a global spin flip instead of the move

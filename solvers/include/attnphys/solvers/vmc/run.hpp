@@ -1,0 +1,67 @@
+#pragma once
+// One VMC job as the CLI (`attnphys vmc`) and Python (attnphys.spin.run_vmc) run it: a chain model, an ansatz
+// chosen by name, the sampler and optimiser settings, defaults that depend on the model, a final energy estimate
+// with many samples, and the exact reference when one is available.
+//
+//   OptionSet set; VmcRunConfig cfg; cfg.declare(set); set.load_file(path); cfg.apply_defaults(set);
+//   VmcRunResult r = run_vmc(cfg);
+//
+// Model-dependent defaults (applied unless the key was set explicitly):
+//   sampler.fixed_sz / two_sz  the 2Sz = 0 sector for Sz-conserving models with even N (exchange moves);
+//   sampler.periodic           the chain's boundary condition (always);
+//   ansatz.marshall_sign=auto  the Marshall sign for antiferromagnetic Heisenberg, XXZ (J > 0) and J1-J2 chains
+//                              (transformer; the autoregressive model learns its phase, the RBM its sign);
+//   autoregressive.fixed_sz    the sampler's sector (exact samples then stay in it).
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "attnphys/physics/spin/chain_model.hpp"
+#include "attnphys/solvers/vmc/autoregressive.hpp"
+#include "attnphys/solvers/vmc/driver.hpp"
+#include "attnphys/solvers/vmc/rbm.hpp"
+#include "attnphys/solvers/vmc/transformer.hpp"
+
+namespace attnphys::vmc {
+
+struct VmcRunConfig {
+  spin::ChainModel model;
+  std::string ansatz = "transformer";  // transformer | rbm | autoregressive
+  std::string marshall_sign = "auto";  // auto | on | off
+  TransformerAnsatzOptions transformer;
+  AutoregressiveOptions autoregressive;
+  RbmOptions rbm;
+  long rbm_seed = 1;
+  VmcOptions vmc;
+  long final_samples = 16384;          // samples of the final energy estimate (0: skip it)
+  std::string reference = "auto";      // auto (closed form, else ED for n <= 22) | ed | none
+  std::string resume;                  // checkpoint to continue from (empty: start fresh)
+
+  VmcRunConfig();
+  void declare(OptionSet& set);
+  // Model-dependent defaults for every key the user did not set (see above); validates.
+  void apply_defaults(const OptionSet& set);
+  bool uses_marshall_sign() const;
+};
+
+struct VmcRunResult {
+  double energy = 0, energy_error = 0, variance = 0, v_score = 0, tau = 1, r_hat = 1, acceptance = 0;
+  long n_parameters = 0, iterations = 0, n_samples = 0;
+  double seconds = 0;
+  std::optional<double> reference;
+  std::string reference_source;  // "closed form", "ED" or ""
+  std::vector<VmcStep> history;
+  double relative_error() const;  // NaN without a reference
+};
+
+// Builds the ansatz the config names (double precision).
+std::unique_ptr<LogPsiModel<double>> make_ansatz(const VmcRunConfig& cfg);
+// Exact ground-state energy for the reference policy (nullopt: none wanted or none affordable).
+std::optional<double> reference_energy(const spin::ChainModel& m, const std::string& policy, std::string* source);
+
+// Runs cfg.vmc.n_iter iterations (continuing from cfg.resume when set), then the final estimate. on_step sees every
+// iteration and may stop the run by returning false.
+VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const VmcStep&)>& on_step = {});
+
+}  // namespace attnphys::vmc

@@ -1,0 +1,81 @@
+#pragma once
+// Relative-position transformer wavefunction for 1D spin-1/2 chains (a Vision-Transformer ansatz in the manner of
+// Viteritti, Rende & Becca, PRL 130, 236401 (2023), and Rende et al. 2024):
+//
+//   σ [N]  →  N/b patches of b neighbouring spins (tokens [N/b, b])  →  linear embedding to d_model
+//          →  L pre-LayerNorm blocks whose attention is either *factored* (weights α_h(i−j) that depend on the
+//             patch distance only, circulant for periodic chains) or query-key softmax with a learned relative bias
+//          →  final LayerNorm  →  z = Σ_tokens y  (R^d)
+//          →  log ψ(σ) = Σ_{k<K} log cosh(w_k · z + c_k),  w_k ∈ C^d, c_k ∈ C   (amplitude and phase)
+//
+// Options add, on top:
+//   symmetrize     ψ(σ) = Σ_{s<b} ψ_raw(T^s σ) over the b intra-patch shifts, so that with periodic factored
+//                  attention (already invariant under whole-patch shifts) ψ is invariant under every translation;
+//   marshall_sign  ψ(σ) ← (−1)^{number of up spins on the even sublattice} ψ(σ), the sign structure of bipartite
+//                  antiferromagnets (Heisenberg; J1-J2 approximately, exactly at the Majumdar-Ghosh point).
+//
+// Gradients O_k = ∂ log ψ / ∂θ_k are exact: the readout's by hand, the encoder's by one forward and two backward
+// passes per sample (cotangents Re and Im of ∂ log ψ / ∂z), no autograd tape.
+#include <cstdint>
+#include <string>
+
+#include "attnphys/core/options.hpp"
+#include "attnphys/operators/encoder.hpp"
+#include "attnphys/solvers/vmc/log_psi_model.hpp"
+
+namespace attnphys::vmc {
+
+struct TransformerAnsatzOptions {
+  long patch_size = 2;         // b: spins per token (must divide N)
+  long d_model = 16;
+  long n_heads = 2;
+  long n_layers = 1;
+  long d_ff = 0;               // feed-forward width; 0: 2 * d_model
+  std::string attention = "factored";  // factored | dense (dense: softmax with a learned relative bias)
+  std::string positional = "auto";     // auto | none | learned (auto: learned for open chains, none for periodic)
+  long hidden = 0;             // complex log-cosh units K of the readout; 0: d_model
+  bool symmetrize = true;      // sum over the b intra-patch translations (periodic chains only)
+  bool marshall_sign = false;  // multiply by (−1)^{N_up on even sites}
+  double init_std = 0.05;      // readout weights start as N(0, init_std² / d_model)
+  long seed = 1;
+
+  void declare(OptionSet& set, const std::string& section = "transformer");
+  void validate() const;
+};
+
+template <class T>
+class TransformerAnsatz final : public LogPsiModel<T> {
+ public:
+  // periodic: whether the chain is a ring (circulant attention, translation symmetrisation).
+  TransformerAnsatz(int n_sites, bool periodic, const TransformerAnsatzOptions& options);
+  int n_sites() const override { return n_; }
+  long n_parameters() const override { return params_.size(); }
+  void log_psi(const View2<const T>& sigma, const View1<T>& re, const View1<T>& im) override;
+  void log_psi_gradients(const View2<const T>& sigma, const View2<T>& o_re, const View2<T>& o_im) override;
+  ParameterBuffer<T>& parameters() override { return params_; }
+  std::string name() const override { return "transformer"; }
+  const TransformerAnsatzOptions& options() const { return opt_; }
+  const ops::EncoderOptions& encoder_options() const { return enc_.options(); }
+  long n_shifts() const { return shifts_; }
+
+  // Implementation steps (public because they hold device kernels).
+  void make_tokens(const View2<const T>& sigma);            // tokens_ [B*S*Np, b] for the S shifts
+  void readout(long rows);                                  // z_ → per-shift log ψ (lp_re_, lp_im_)
+  void combine(long batch, const View1<T>& re, const View1<T>& im);  // shifts → log ψ, weights w_
+
+ private:
+  int n_;
+  bool periodic_;
+  TransformerAnsatzOptions opt_;
+  long np_, shifts_, d_, k_;
+  ops::Encoder<T> enc_;
+  ParameterBuffer<T> params_;
+  ops::EncoderCache<T> cache_, one_cache_;
+  View2<T> tokens_, y_, z_, theta_re_, theta_im_, g_re_, g_im_, dy_, sub_re_, sub_im_;
+  View1<T> lp_re_, lp_im_, w_re_, w_im_;
+};
+
+extern template class TransformerAnsatz<float>;
+extern template class TransformerAnsatz<double>;
+
+}  // namespace attnphys::vmc

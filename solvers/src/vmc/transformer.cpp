@@ -1,0 +1,323 @@
+#include "attnphys/solvers/vmc/transformer.hpp"
+
+#include <cmath>
+
+#include "attnphys/core/gemm.hpp"
+#include "attnphys/core/random.hpp"
+#include "attnphys/solvers/vmc/complex_math.hpp"
+
+namespace attnphys::vmc {
+
+void TransformerAnsatzOptions::declare(OptionSet& s, const std::string& p) {
+  s.add(p + ".patch_size", &patch_size, "spins per token (must divide the chain length)", Range::at_least(1));
+  s.add(p + ".d_model", &d_model, "token width", Range::at_least(1));
+  s.add(p + ".n_heads", &n_heads, "attention heads", Range::at_least(1));
+  s.add(p + ".n_layers", &n_layers, "transformer blocks", Range::at_least(1));
+  s.add(p + ".d_ff", &d_ff, "feed-forward width (0: 2 d_model)", Range::non_negative());
+  s.add(p + ".attention", &attention, "factored (alpha_h(i-j)) or dense (softmax with relative bias)",
+        {"factored", "dense"});
+  s.add(p + ".positional", &positional, "absolute positions: auto (learned for open chains), none, learned",
+        {"auto", "none", "learned"});
+  s.add(p + ".hidden", &hidden, "complex log-cosh readout units (0: d_model)", Range::non_negative());
+  s.add(p + ".symmetrize", &symmetrize, "sum over intra-patch translations (periodic chains)");
+  s.add(p + ".marshall_sign", &marshall_sign, "multiply by (-1)^(up spins on even sites)");
+  s.add(p + ".init_std", &init_std, "readout initial scale", Range::non_negative());
+  s.add(p + ".seed", &seed, "initialisation seed");
+}
+
+void TransformerAnsatzOptions::validate() const {
+  require(patch_size >= 1 && d_model >= 1 && n_heads >= 1 && n_layers >= 1 && d_ff >= 0 && hidden >= 0,
+          "transformer ansatz: patch_size, d_model, n_heads, n_layers >= 1 and d_ff, hidden >= 0 are required");
+  require(d_model % n_heads == 0, "transformer ansatz: d_model = ", d_model, " is not divisible by n_heads = ",
+          n_heads);
+  require(attention == "factored" || attention == "dense", "transformer ansatz: attention '", attention,
+          "' is unknown: use factored or dense");
+  require(positional == "auto" || positional == "none" || positional == "learned", "transformer ansatz: positional '",
+          positional, "' is unknown: use auto, none or learned");
+  require(init_std >= 0 && std::isfinite(init_std), "transformer ansatz: init_std must be >= 0");
+}
+
+namespace {
+ops::EncoderOptions make_encoder_options(int n, bool periodic, const TransformerAnsatzOptions& o) {
+  ops::EncoderOptions e;
+  e.d_in = o.patch_size;
+  e.d_model = o.d_model;
+  e.n_heads = o.n_heads;
+  e.n_layers = o.n_layers;
+  e.d_ff = o.d_ff > 0 ? o.d_ff : 2 * o.d_model;
+  e.attention = o.attention;
+  e.periodic = periodic;
+  e.relative_bias = o.attention == "dense";
+  e.max_len = n / o.patch_size;
+  e.positional = o.positional == "auto" ? (periodic ? "none" : "learned") : o.positional;
+  e.final_norm = true;
+  return e;
+}
+const TransformerAnsatzOptions& checked(int n, const TransformerAnsatzOptions& o) {
+  o.validate();
+  require(n >= 2, "transformer ansatz: the chain needs at least 2 sites, got ", n);
+  require(n % o.patch_size == 0, "transformer ansatz: patch_size ", o.patch_size, " does not divide N = ", n,
+          "; choose a divisor of N");
+  return o;
+}
+}  // namespace
+
+template <class T>
+TransformerAnsatz<T>::TransformerAnsatz(int n, bool periodic, const TransformerAnsatzOptions& o)
+    : n_(n),
+      periodic_(periodic),
+      opt_(checked(n, o)),
+      np_(n / o.patch_size),
+      shifts_(periodic && o.symmetrize ? o.patch_size : 1),
+      d_(o.d_model),
+      k_(o.hidden > 0 ? o.hidden : o.d_model),
+      enc_(make_encoder_options(n, periodic, o), "encoder.") {
+  enc_.declare(params_);
+  params_.add("out.W_re", {k_, d_});
+  params_.add("out.W_im", {k_, d_});
+  params_.add("out.c_re", {k_}, false);
+  params_.add("out.c_im", {k_}, false);
+  params_.allocate();
+  enc_.init(params_, o.seed);
+  if (o.init_std > 0) {
+    const double sd = o.init_std / std::sqrt(double(d_));
+    fill_normal(params_.view2("out.W_re"), o.seed, 31, 0.0, sd);
+    fill_normal(params_.view2("out.W_im"), o.seed, 32, 0.0, sd);
+  }
+}
+
+template <class T>
+void TransformerAnsatz<T>::make_tokens(const View2<const T>& sigma) {
+  const long B = sigma.extent(0), S = shifts_, np = np_, b = opt_.patch_size, n = n_;
+  require(sigma.extent(1) == std::size_t(n_), "transformer ansatz: sigma has ", sigma.extent(1),
+          " sites, expected ", n_);
+  const long rows = B * S;
+  if (tokens_.extent(0) != std::size_t(rows * np)) {
+    tokens_ = View2<T>("attnphys::vit_tokens", rows * np, b);
+    y_ = View2<T>("attnphys::vit_y", rows * np, d_);
+    z_ = View2<T>("attnphys::vit_z", rows, d_);
+    theta_re_ = View2<T>("attnphys::vit_theta_re", rows, k_);
+    theta_im_ = View2<T>("attnphys::vit_theta_im", rows, k_);
+    lp_re_ = View1<T>("attnphys::vit_lp_re", rows);
+    lp_im_ = View1<T>("attnphys::vit_lp_im", rows);
+    w_re_ = View1<T>("attnphys::vit_w_re", rows);
+    w_im_ = View1<T>("attnphys::vit_w_im", rows);
+  }
+  const auto tok = tokens_;
+  Kokkos::parallel_for(
+      "attnphys::vit_tokens", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {rows * np, b}),
+      KOKKOS_LAMBDA(const long t, const long k) {
+        const long r = t / np, p = t % np, bb = r / S, s = r % S;
+        tok(t, k) = sigma(bb, (p * b + k + s) % n);
+      });
+}
+
+template <class T>
+void TransformerAnsatz<T>::readout(long rows) {
+  const long np = np_, d = d_, K = k_;
+  const auto y = y_, z = z_;
+  Kokkos::parallel_for(
+      "attnphys::vit_pool", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {rows, d}),
+      KOKKOS_LAMBDA(const long r, const long j) {
+        T acc = 0;
+        for (long p = 0; p < np; ++p) acc += y(r * np + p, j);
+        z(r, j) = acc;
+      });
+  gemm('N', 'T', T(1), ConstMat<T>(z_.data(), rows, d), params_.view2("out.W_re"), T(0), theta_re_);
+  gemm('N', 'T', T(1), ConstMat<T>(z_.data(), rows, d), params_.view2("out.W_im"), T(0), theta_im_);
+  const auto cr = params_.view1("out.c_re"), ci = params_.view1("out.c_im");
+  const auto tr = theta_re_, ti = theta_im_;
+  const auto lr = lp_re_, li = lp_im_;
+  Kokkos::parallel_for(
+      "attnphys::vit_log_cosh", Kokkos::RangePolicy<ExecSpace>(0, rows), KOKKOS_LAMBDA(const long r) {
+        double a = 0, c = 0;
+        for (long k = 0; k < K; ++k) {
+          tr(r, k) += cr(k);
+          ti(r, k) += ci(k);
+          double u, v;
+          detail::log_cosh(double(tr(r, k)), double(ti(r, k)), u, v);
+          a += u;
+          c += v;
+        }
+        lr(r) = T(a);
+        li(r) = T(c);
+      });
+}
+
+template <class T>
+void TransformerAnsatz<T>::combine(long B, const View1<T>& re, const View1<T>& im) {
+  const long S = shifts_;
+  const auto lr = lp_re_, li = lp_im_, wr = w_re_, wi = w_im_;
+  Kokkos::parallel_for(
+      "attnphys::vit_combine", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const long b) {
+        // log Σ_s exp(lp_s) − log S, and the weights w_s = exp(lp_s − log ψ_sum) = ∂ log ψ / ∂ lp_s.
+        double m = double(lr(b * S));
+        for (long s = 1; s < S; ++s) m = math::fmax(m, double(lr(b * S + s)));
+        double sr = 0, si = 0;
+        for (long s = 0; s < S; ++s) {
+          const double e = math::exp(double(lr(b * S + s)) - m);
+          sr += e * math::cos(double(li(b * S + s)));
+          si += e * math::sin(double(li(b * S + s)));
+        }
+        double out_re, out_im;
+        if (S == 1) {
+          out_re = double(lr(b));
+          out_im = double(li(b));
+        } else {
+          out_re = m + 0.5 * math::log(sr * sr + si * si) - math::log(double(S));
+          out_im = detail::atan2(si, sr);
+        }
+        const double ls = S == 1 ? 0.0 : math::log(double(S));
+        for (long s = 0; s < S; ++s) {
+          const double mag = math::exp(double(lr(b * S + s)) - out_re - ls), ph = double(li(b * S + s)) - out_im;
+          wr(b * S + s) = T(mag * math::cos(ph));
+          wi(b * S + s) = T(mag * math::sin(ph));
+        }
+        re(b) = T(out_re);
+        im(b) = T(out_im);
+      });
+}
+
+namespace {
+// (−1)^{N_up on even sites} as a phase π·N_up(even) added to Im log ψ.
+template <class T>
+void add_marshall_phase(const View2<const T>& sigma, const View1<T>& im) {
+  const long n = sigma.extent(1);
+  Kokkos::parallel_for(
+      "attnphys::vit_marshall", Kokkos::RangePolicy<ExecSpace>(0, sigma.extent(0)), KOKKOS_LAMBDA(const long b) {
+        long ups = 0;
+        for (long i = 0; i < n; i += 2) ups += sigma(b, i) > T(0) ? 1 : 0;
+        im(b) += T(3.14159265358979323846 * double(ups % 2));
+      });
+}
+}  // namespace
+
+template <class T>
+void TransformerAnsatz<T>::log_psi(const View2<const T>& sigma, const View1<T>& re, const View1<T>& im) {
+  ScopedRegion region("attnphys::vit_log_psi");
+  const long B = sigma.extent(0);
+  require(re.extent(0) == std::size_t(B) && im.extent(0) == std::size_t(B), "transformer log_psi: outputs need ", B,
+          " entries");
+  if (B == 0) return;
+  make_tokens(sigma);
+  const long rows = B * shifts_;
+  enc_.forward(y_, cache_, tokens_, rows, np_, params_);
+  readout(rows);
+  combine(B, re, im);
+  if (opt_.marshall_sign) add_marshall_phase<T>(sigma, im);
+}
+
+template <class T>
+void TransformerAnsatz<T>::log_psi_gradients(const View2<const T>& sigma, const View2<T>& o_re, const View2<T>& o_im) {
+  ScopedRegion region("attnphys::vit_gradients");
+  const long B = sigma.extent(0), P = params_.size(), S = shifts_, np = np_, d = d_, K = k_;
+  require(o_re.extent(0) == std::size_t(B) && o_re.extent(1) == std::size_t(P) && o_im.extent(0) == std::size_t(B) &&
+              o_im.extent(1) == std::size_t(P),
+          "transformer gradients: outputs must be [", B, ", ", P, "]");
+  if (B == 0) return;
+  make_tokens(sigma);
+  const long rows = B * S;
+  View1<T> re("attnphys::vit_re", B), im("attnphys::vit_im", B);
+  enc_.forward(y_, cache_, tokens_, rows, np_, params_);
+  readout(rows);
+  combine(B, re, im);
+  Kokkos::deep_copy(o_re, T(0));
+  Kokkos::deep_copy(o_im, T(0));
+
+  // Readout: ∂ lp/∂c_k = t_k, ∂ lp/∂W_kj = t_k z_j (imaginary parts: times i); g_j = ∂ lp/∂z_j = Σ_k t_k W_kj.
+  if (g_re_.extent(0) != std::size_t(rows)) {
+    g_re_ = View2<T>("attnphys::vit_g_re", rows, d);
+    g_im_ = View2<T>("attnphys::vit_g_im", rows, d);
+  }
+  const auto tr = theta_re_, ti = theta_im_, z = z_, gr = g_re_, gi = g_im_, wr = w_re_, wi = w_im_;
+  const auto Wr = params_.view2("out.W_re"), Wi = params_.view2("out.W_im");
+  const long o_wr = params_.block("out.W_re").offset, o_wi = params_.block("out.W_im").offset;
+  const long o_cr = params_.block("out.c_re").offset, o_ci = params_.block("out.c_im").offset;
+  Kokkos::parallel_for(
+      "attnphys::vit_tanh", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {rows, K}),
+      KOKKOS_LAMBDA(const long r, const long k) {
+        double a, c;
+        detail::tanh_c(double(tr(r, k)), double(ti(r, k)), a, c);
+        tr(r, k) = T(a);  // theta now holds t = tanh(theta)
+        ti(r, k) = T(c);
+      });
+  Kokkos::parallel_for(
+      "attnphys::vit_readout_grad", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {B, K}),
+      KOKKOS_LAMBDA(const long b, const long k) {
+        // Σ_s w_s t_{s,k} (complex), and Σ_s w_s t_{s,k} z_{s,j}.
+        double ar = 0, ai = 0;
+        for (long s = 0; s < S; ++s) {
+          const long r = b * S + s;
+          ar += double(wr(r)) * double(tr(r, k)) - double(wi(r)) * double(ti(r, k));
+          ai += double(wr(r)) * double(ti(r, k)) + double(wi(r)) * double(tr(r, k));
+        }
+        o_re(b, o_cr + k) = T(ar);
+        o_im(b, o_cr + k) = T(ai);
+        o_re(b, o_ci + k) = T(-ai);
+        o_im(b, o_ci + k) = T(ar);
+        for (long j = 0; j < d; ++j) {
+          double br = 0, bi = 0;
+          for (long s = 0; s < S; ++s) {
+            const long r = b * S + s;
+            const double zr = double(z(r, j));
+            br += (double(wr(r)) * double(tr(r, k)) - double(wi(r)) * double(ti(r, k))) * zr;
+            bi += (double(wr(r)) * double(ti(r, k)) + double(wi(r)) * double(tr(r, k))) * zr;
+          }
+          o_re(b, o_wr + k * d + j) = T(br);
+          o_im(b, o_wr + k * d + j) = T(bi);
+          o_re(b, o_wi + k * d + j) = T(-bi);
+          o_im(b, o_wi + k * d + j) = T(br);
+        }
+      });
+  Kokkos::parallel_for(
+      "attnphys::vit_dz", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {rows, d}),
+      KOKKOS_LAMBDA(const long r, const long j) {
+        double a = 0, c = 0;
+        for (long k = 0; k < K; ++k) {
+          a += double(tr(r, k)) * double(Wr(k, j)) - double(ti(r, k)) * double(Wi(k, j));
+          c += double(tr(r, k)) * double(Wi(k, j)) + double(ti(r, k)) * double(Wr(k, j));
+        }
+        gr(r, j) = T(a);
+        gi(r, j) = T(c);
+      });
+
+  // Encoder: per row, one forward and two backward passes (cotangents Re g and Im g on every token), each
+  // accumulated into O with the shift weight: O += w · (J_re + i J_im).
+  const long off = enc_.param_offset(), cnt = enc_.num_parameters();
+  auto grads = Kokkos::subview(params_.grads(), std::make_pair(off, off + cnt));
+  View1<T> saved("attnphys::vit_saved_grads", cnt);
+  Kokkos::deep_copy(saved, grads);
+  if (dy_.extent(0) != std::size_t(np)) {
+    dy_ = View2<T>("attnphys::vit_dy", np, d);
+    sub_re_ = View2<T>("attnphys::vit_y1", np, d);
+  }
+  const auto hw_re = to_host(w_re_), hw_im = to_host(w_im_);
+  const auto dy = dy_;
+  const long b_patch = opt_.patch_size;
+  for (long r = 0; r < rows; ++r) {
+    const long b = r / S;
+    enc_.forward(sub_re_, one_cache_, ConstMat<T>(tokens_.data() + r * np * b_patch, np, b_patch), 1, np, params_);
+    for (int part = 0; part < 2; ++part) {
+      const auto g = part == 0 ? gr : gi;
+      Kokkos::parallel_for(
+          "attnphys::vit_cotangent", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {np, d}),
+          KOKKOS_LAMBDA(const long p, const long j) { dy(p, j) = g(r, j); });
+      Kokkos::deep_copy(grads, T(0));
+      enc_.backward(Mat<T>(), one_cache_, dy_, params_);
+      // part 0: O += w J_re = (wr + i wi) J_re;  part 1: O += w · i J_im = (−wi + i wr) J_im.
+      const T cr = part == 0 ? T(hw_re(r)) : T(-hw_im(r));
+      const T ci = part == 0 ? T(hw_im(r)) : T(hw_re(r));
+      Kokkos::parallel_for(
+          "attnphys::vit_accumulate", Kokkos::RangePolicy<ExecSpace>(0, cnt), KOKKOS_LAMBDA(const long q) {
+            o_re(b, off + q) += cr * grads(q);
+            o_im(b, off + q) += ci * grads(q);
+          });
+    }
+  }
+  Kokkos::deep_copy(grads, saved);
+}
+
+template class TransformerAnsatz<float>;
+template class TransformerAnsatz<double>;
+
+}  // namespace attnphys::vmc
