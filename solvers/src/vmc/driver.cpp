@@ -40,6 +40,47 @@ double scheduled_diag_shift(const VmcOptions& o, long it) {
 }
 
 namespace {
+// Every rank's rows [rows_r, cols] stacked rank-major, on every rank (a sum of zero-padded buffers, so that only
+// Comm::allreduce_sum is needed). All ranks must pass the same cols.
+template <class T>
+std::vector<T> allgather_rows(const Comm& c, const T* local, long rows, long cols, long* total_rows = nullptr) {
+  std::vector<double> counts(c.size(), 0.0);
+  counts[c.rank()] = double(rows);
+  c.allreduce_sum(counts.data(), long(counts.size()));
+  long offset = 0, total = 0;
+  for (int r = 0; r < c.size(); ++r) {
+    if (r < c.rank()) offset += long(counts[r]);
+    total += long(counts[r]);
+  }
+  std::vector<T> out(std::size_t(total * cols), T(0));
+  std::copy(local, local + rows * cols, out.begin() + offset * cols);
+  c.allreduce_sum(out.data(), long(out.size()));
+  if (total_rows) *total_rows = total;
+  return out;
+}
+
+template <class T>
+View2<T> gather_view(const Comm& c, const View2<T>& local) {
+  auto h = to_host(local);
+  long total = 0;
+  const auto all = allgather_rows(c, h.data(), long(h.extent(0)), long(h.extent(1)), &total);
+  View2<T> out("attnphys::vmc_gathered", total, h.extent(1));
+  Kokkos::deep_copy(out, HostView2<const T>(all.data(), total, h.extent(1)));
+  return out;
+}
+
+template <class T>
+View1<T> gather_view(const Comm& c, const View1<T>& local) {
+  auto h = to_host(local);
+  long total = 0;
+  const auto all = allgather_rows(c, h.data(), long(h.extent(0)), 1, &total);
+  View1<T> out("attnphys::vmc_gathered", total);
+  Kokkos::deep_copy(out, Kokkos::View<const T*, Kokkos::LayoutRight, Kokkos::HostSpace>(all.data(), total));
+  return out;
+}
+
+long share(long total, int ranks) { return (total + ranks - 1) / ranks; }
+
 OptimizerOptions adam_options(double lr) {
   OptimizerOptions a;
   a.kind = "adam";
@@ -49,9 +90,15 @@ OptimizerOptions adam_options(double lr) {
 }  // namespace
 
 template <class T>
-VmcDriver<T>::VmcDriver(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const VmcOptions& o)
-    : model_(model), H_(H), opt_(o), adam_(adam_options(o.lr)) {
+VmcDriver<T>::VmcDriver(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const VmcOptions& o,
+                        const Comm& comm)
+    : model_(model), H_(H), opt_(o), comm_(comm), local_(o.sampler), adam_(adam_options(o.lr)) {
   o.validate();
+  if (comm_.size() > 1) {
+    local_.n_chains = share(o.sampler.n_chains, comm_.size());
+    local_.n_samples = share(o.sampler.n_samples, comm_.size());
+    local_.seed = o.sampler.seed + 1000003L * comm_.rank();
+  }
   require(model.n_sites() == H.n_sites(), "the model has ", model.n_sites(), " sites, the Hamiltonian ",
           H.n_sites());
   auto* direct = dynamic_cast<DirectSampling<T>*>(&model);
@@ -67,7 +114,7 @@ VmcDriver<T>::VmcDriver(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, c
             sector ? "the sector 2Sz = " + std::to_string(two_sz) : std::string("every sector"),
             ": confine the model to that sector (autoregressive.fixed_sz, two_sz) or set sampler.fixed_sz = false");
   } else {
-    sampler_ = std::make_unique<MetropolisSampler<T>>(model, o.sampler, o.sampler.periodic);
+    sampler_ = std::make_unique<MetropolisSampler<T>>(model, local_, o.sampler.periodic);
   }
   delta_ = View1<T>("attnphys::vmc_delta", model.n_parameters());
 }
@@ -107,6 +154,19 @@ ChainStats VmcDriver<T>::energy_stats(long n_steps, long n_chains) {
   auto h = to_host(e_re_);
   std::vector<double> x(M);
   for (long m = 0; m < M; ++m) x[m] = double(h(m));
+  if (comm_.size() > 1) {
+    // Every rank holds n_steps steps of n_chains chains (step-major); statistics over all R·n_chains chains.
+    const int R = comm_.size();
+    const auto all = allgather_rows(comm_, x.data(), M, 1);
+    require(long(all.size()) == R * M, "VMC: ranks hold different numbers of samples (", all.size(), " vs ", R * M,
+            ")");
+    std::vector<double> g(all.size());
+    for (int r = 0; r < R; ++r)
+      for (long t = 0; t < n_steps; ++t)
+        for (long c = 0; c < n_chains; ++c) g[(t * R + r) * n_chains + c] = all[(r * n_steps + t) * n_chains + c];
+    x.swap(g);
+    n_chains *= R;
+  }
   ChainStats st = chain_statistics(x, n_steps, n_chains);
   require(std::isfinite(st.mean), "VMC energy is ", st.mean, " at iteration ", iter_,
           ": the wavefunction diverged. Lower vmc.lr, raise vmc.diag_shift, or restart from the last checkpoint");
@@ -116,22 +176,35 @@ ChainStats VmcDriver<T>::energy_stats(long n_steps, long n_chains) {
 template <class T>
 ChainStats VmcDriver<T>::estimate_energy(long n_samples) {
   ScopedRegion region("attnphys::vmc_estimate");
+  const long R = comm_.size(), rank = comm_.rank();
   if (direct_) {  // a fresh stream for extra samples, the run's own stream otherwise (as the chains continue)
-    const long M = n_samples > 0 ? n_samples : opt_.sampler.n_samples;
-    if (n_samples > 0) sample_direct(M, std::uint64_t(opt_.sampler.seed + 7919 * (iter_ + 1)), 0);
-    else sample_direct(M, std::uint64_t(opt_.sampler.seed), direct_counter_++);
+    const long M = share(n_samples > 0 ? n_samples : opt_.sampler.n_samples, R);
+    if (n_samples > 0) sample_direct(M, std::uint64_t(local_.seed + 7919 * (iter_ + 1)), 0);
+    else sample_direct(M, std::uint64_t(local_.seed), direct_counter_++);
     return energy_stats(1, M);
   }
   if (n_samples > 0) {
-    SamplerOptions so = opt_.sampler;
-    so.n_samples = n_samples;
-    so.seed = opt_.sampler.seed + 7919 * (iter_ + 1);
+    SamplerOptions so = local_;
+    so.n_samples = share(n_samples, R);
+    so.seed = opt_.sampler.seed + 7919 * (iter_ + 1) + 1000003L * rank;
     MetropolisSampler<T> s(model_, so, so.periodic);
     s.sample(samples_, lp_re_, lp_im_);
     return energy_stats(s.n_steps_per_sample(), s.n_chains());
   }
   sampler_->sample(samples_, lp_re_, lp_im_);
   return energy_stats(sampler_->n_steps_per_sample(), sampler_->n_chains());
+}
+
+template <class T>
+double VmcDriver<T>::parameter_divergence() const {
+  if (comm_.size() == 1) return 0.0;
+  const auto mine = model_.parameters().get_host();
+  std::vector<double> root(mine.begin(), mine.end());
+  comm_.broadcast(root.data(), long(root.size()), 0);
+  double worst = 0;
+  for (std::size_t k = 0; k < mine.size(); ++k) worst = std::max(worst, std::abs(double(mine[k]) - root[k]));
+  comm_.allreduce_max(&worst, 1);
+  return worst;
 }
 
 template <class T>
@@ -142,20 +215,22 @@ VmcStep VmcDriver<T>::step() {
   out.iteration = iter_;
   ChainStats st;
   if (direct_) {  // independent exact draws: one "step" of M chains, so tau = 1
-    sample_direct(opt_.sampler.n_samples, std::uint64_t(opt_.sampler.seed), direct_counter_++);
+    const long M = share(opt_.sampler.n_samples, comm_.size());
+    sample_direct(M, std::uint64_t(local_.seed), direct_counter_++);
     out.acceptance = 1.0;
-    st = energy_stats(1, opt_.sampler.n_samples);
+    st = energy_stats(1, M);
   } else {
     sampler_->reset_acceptance();
     sampler_->sample(samples_, lp_re_, lp_im_);
-    out.acceptance = sampler_->acceptance();
+    out.acceptance = comm_.size() > 1 ? comm_.allreduce_sum(sampler_->acceptance()) / comm_.size()
+                                      : sampler_->acceptance();
     st = energy_stats(sampler_->n_steps_per_sample(), sampler_->n_chains());
   }
   {
     auto hi = to_host(e_im_);
     double s = 0;
     for (std::size_t m = 0; m < hi.extent(0); ++m) s += double(hi(m));
-    out.energy_imag = s / double(hi.extent(0));
+    out.energy_imag = comm_.allreduce_sum(s) / comm_.allreduce_sum(double(hi.extent(0)));
   }
   out.energy = st.mean;
   out.error = st.error;
@@ -176,14 +251,24 @@ VmcStep VmcDriver<T>::step() {
   }
   auto& buf = model_.parameters();
   out.diag_shift = scheduled_diag_shift(opt_, iter_);
+  // Under MPI every rank solves the same SR system from every rank's samples (so the parameters stay identical).
+  View2<T> ore = o_re_, oim = o_im_;
+  View1<T> ere = e_re_, eim = e_im_;
+  if (comm_.size() > 1) {
+    ScopedRegion gather("attnphys::vmc_gather");
+    ore = g_o_re_ = gather_view(comm_, o_re_);
+    oim = g_o_im_ = gather_view(comm_, o_im_);
+    ere = g_e_re_ = gather_view(comm_, e_re_);
+    eim = g_e_im_ = gather_view(comm_, e_im_);
+  }
   if (opt_.optimizer == "adam") {
-    const auto info = sr_direction<T>(o_re_, o_im_, e_re_, e_im_, 0.0, "minsr", opt_.rcond, delta_, buf.grads());
+    const auto info = sr_direction<T>(ore, oim, ere, eim, 0.0, "minsr", opt_.rcond, delta_, buf.grads());
     (void)info;
     out.grad_norm = l2_norm<T>(buf.grads());
     adam_.step(buf, opt_.lr);
   } else {
     const std::string form = opt_.optimizer == "sr" ? "auto" : opt_.optimizer;
-    const auto info = sr_direction<T>(o_re_, o_im_, e_re_, e_im_, out.diag_shift, form, opt_.rcond, delta_);
+    const auto info = sr_direction<T>(ore, oim, ere, eim, out.diag_shift, form, opt_.rcond, delta_);
     out.grad_norm = info.grad_norm;
     out.used_pinv = info.used_pinv;
     const auto p = buf.params();
@@ -215,7 +300,7 @@ std::vector<VmcStep> VmcDriver<T>::run(long n_iter, CsvLogger* logger, const std
   if (n_iter < 0) n_iter = opt_.n_iter;
   std::vector<VmcStep> history;
   std::unique_ptr<CsvLogger> own;
-  if (!logger && !opt_.log_path.empty()) {
+  if (!logger && !opt_.log_path.empty() && comm_.is_root()) {
     own = std::make_unique<CsvLogger>(opt_.log_path, log_columns(), iter_ > 0);
     logger = own.get();
   }
@@ -234,14 +319,19 @@ std::vector<VmcStep> VmcDriver<T>::run(long n_iter, CsvLogger* logger, const std
 
 template <class T>
 void VmcDriver<T>::save_checkpoint(const std::string& path) const {
+  // Collective under MPI (every rank's chains are gathered); rank 0 writes.
+  View2<T> states;
+  if (sampler_) states = comm_.size() > 1 ? gather_view(comm_, View2<T>(sampler_->states())) : sampler_->states();
+  if (!comm_.is_root()) return;
   h5::Writer w(path, "vmc_checkpoint", 1);
   h5::write_parameters(w, "/model", model_.parameters(), true);
-  if (sampler_) h5::write_view(w, "/sampler/states", sampler_->states());
+  if (sampler_) h5::write_view(w, "/sampler/states", states);
   w.set_attr("/", "sampler", std::string(sampler_ ? "metropolis" : "exact"));
   w.set_attr("/", "iteration", iter_);
   w.set_attr("/", "sampler_step", long(sampler_ ? sampler_->step_counter() : direct_counter_));
   w.set_attr("/", "adam_steps", adam_.steps_taken());
   w.set_attr("/", "model_name", model_.name());
+  w.set_attr("/", "n_ranks", long(comm_.size()));
   w.commit();
 }
 
@@ -253,12 +343,23 @@ void VmcDriver<T>::load_checkpoint(const std::string& path) {
   require(kind == want, "checkpoint ", path, " was written with ", kind, " sampling, but this run uses ", want,
           " sampling (sampler.move)");
   h5::read_parameters(r, "/model", model_.parameters(), true);
+  const long ranks = r.has_attr("/", "n_ranks") ? r.attr_long("/", "n_ranks") : 1;
+  const auto counter = std::uint64_t(r.attr_long("/", "sampler_step"));
   if (sampler_) {
-    View2<T> states("attnphys::vmc_states", sampler_->states().extent(0), sampler_->states().extent(1));
-    h5::read_view(r, "/sampler/states", states);
-    sampler_->restore(states, std::uint64_t(r.attr_long("/", "sampler_step")));
+    const long C = sampler_->states().extent(0), N = sampler_->states().extent(1);
+    if (ranks == comm_.size()) {  // the same chains continue
+      View2<T> all("attnphys::vmc_states", C * ranks, N);
+      h5::read_view(r, "/sampler/states", all);
+      View2<T> mine("attnphys::vmc_states", C, N);
+      Kokkos::deep_copy(mine, Kokkos::subview(all, std::make_pair(comm_.rank() * C, (comm_.rank() + 1) * C),
+                                              Kokkos::ALL()));
+      sampler_->restore(mine, counter);
+    } else {  // another rank count: fresh chains (burn-in by sampler.n_discard), same random-number position
+      sampler_->reset();
+      sampler_->restore(sampler_->states(), counter);
+    }
   } else {
-    direct_counter_ = std::uint64_t(r.attr_long("/", "sampler_step"));
+    direct_counter_ = counter;
   }
   iter_ = r.attr_long("/", "iteration");
   adam_.set_steps_taken(r.attr_long("/", "adam_steps"));

@@ -1,5 +1,6 @@
 #include "attnphys/solvers/vmc/run.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -118,8 +119,16 @@ VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const Vmc
   const long todo = std::max(0L, cfg.vmc.n_iter - driver.iteration());
   out.history = driver.run(todo, nullptr, cbs);
   out.iterations = driver.iteration();
+  if (!out.history.empty()) {
+    std::vector<double> t;
+    for (const auto& s : out.history) t.push_back(s.seconds);
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+    out.step_seconds = t[t.size() / 2];
+  }
   if (cfg.final_samples > 0) {
+    const auto te = std::chrono::steady_clock::now();
     const ChainStats st = driver.estimate_energy(cfg.final_samples);
+    out.estimate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - te).count();
     out.energy = st.mean;
     out.energy_error = st.error;
     out.variance = st.variance;

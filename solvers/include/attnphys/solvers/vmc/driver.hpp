@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "attnphys/core/comm.hpp"
 #include "attnphys/core/logging.hpp"
 #include "attnphys/core/optim.hpp"
 #include "attnphys/physics/spin/hamiltonian.hpp"
@@ -56,7 +57,14 @@ class VmcDriver {
  public:
   using Callback = std::function<bool(const VmcStep&)>;
 
-  VmcDriver(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const VmcOptions& options);
+  // Under MPI (comm of more than one rank) sampler.n_samples and sampler.n_chains are totals over the ranks: every
+  // rank runs its share of the chains with its own seed, computes local energies and per-sample gradients of its
+  // samples, and the samples' local energies and gradients are gathered so that every rank solves the same SR
+  // system and takes the same step (the parameters stay identical; statistics cover all chains). Only rank 0
+  // writes logs and checkpoints; a checkpoint holds every rank's chains and restarts with any rank count (chains
+  // restart from fresh states when the count differs).
+  VmcDriver(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const VmcOptions& options,
+            const Comm& comm = Comm::world());
 
   // n_iter iterations (options().n_iter when negative); logs each to `logger` when given.
   std::vector<VmcStep> run(long n_iter = -1, CsvLogger* logger = nullptr,
@@ -74,6 +82,9 @@ class VmcDriver {
   bool direct_sampling() const { return direct_ != nullptr; }
   std::uint64_t direct_counter() const { return direct_counter_; }
   const VmcOptions& options() const { return opt_; }
+  const Comm& comm() const { return comm_; }
+  // Largest |θ_rank − θ_rank0| over parameters and ranks (0 on one rank): the ranks must agree exactly.
+  double parameter_divergence() const;
   static std::vector<std::string> log_columns();
   static std::vector<double> log_row(const VmcStep& s);
 
@@ -81,6 +92,8 @@ class VmcDriver {
   LogPsiModel<T>& model_;
   const spin::SpinHamiltonian& H_;
   VmcOptions opt_;
+  Comm comm_;
+  SamplerOptions local_;  // this rank's share of the chains and samples, with its own seed
   std::unique_ptr<MetropolisSampler<T>> sampler_;  // null when sampling directly
   DirectSampling<T>* direct_ = nullptr;
   std::uint64_t direct_counter_ = 0;
@@ -88,6 +101,8 @@ class VmcDriver {
   long iter_ = 0;
   View2<T> samples_, o_re_, o_im_;
   View1<T> lp_re_, lp_im_, e_re_, e_im_, delta_;
+  View2<T> g_o_re_, g_o_im_;  // every rank's gradients and local energies (MPI only)
+  View1<T> g_e_re_, g_e_im_;
   // Local energies of samples_ and their statistics as n_steps steps of n_chains chains.
   ChainStats energy_stats(long n_steps, long n_chains);
   // n_samples direct draws into samples_ (with log ψ) from (seed, counter).
