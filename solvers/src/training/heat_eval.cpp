@@ -170,7 +170,7 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
     res.attention_kernel_overlap = overlap;
   }
 
-  if (!Comm::world().is_root()) return;
+  if (!comm_.is_root()) return;
   namespace fs = std::filesystem;
   {
     h5::Writer w((fs::path(out_dir) / "eval.h5").string(), "heat_eval", 1);

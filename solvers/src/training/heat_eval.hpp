@@ -20,6 +20,8 @@ class HeatEvaluator {
     metric_columns_ = std::move(columns);
     metric_rows_ = std::move(rows);
   }
+  // The group whose rank 0 writes the files (default: Comm::world()).
+  void set_comm(const Comm& comm) { comm_ = comm; }
   // Surrogate prediction of fields [count, points] on an n-per-axis grid (denormalised, double).
   View2<double> predict(const View2<double>& inputs, long n_points, SurrogateCache<float>& cache);
 
@@ -28,6 +30,7 @@ class HeatEvaluator {
   const HeatSurrogate<float>& model_;
   const ParameterBuffer<float>& params_;
   double mu_, sigma_;
+  Comm comm_ = Comm::world();
   std::vector<std::string> metric_columns_;
   std::vector<double> metric_rows_;
 };

@@ -28,11 +28,11 @@ template <class T>
 double relative_loss(const Kokkos::View<T*, Kokkos::LayoutRight, MemSpace>& dout,
                      const Kokkos::View<const T*, Kokkos::LayoutRight, MemSpace>& pred,
                      const Kokkos::View<const T*, Kokkos::LayoutRight, MemSpace>& target, long batch, long points,
-                     long n, int dim, double mu, double sigma, double h1_weight) {
+                     long n, int dim, double mu, double sigma, double h1_weight, long mean_over) {
   using detail_loss::Sums;
   View1<double> loss("attnphys::loss", batch);
   const bool h1 = h1_weight > 0;
-  const double inv_b = 1.0 / double(batch);
+  const double denom = double(mean_over > 0 ? mean_over : batch), inv_b = 1.0 / denom;
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
   Kokkos::parallel_for(
       "attnphys::relative_loss", Policy(batch, Kokkos::AUTO), KOKKOS_LAMBDA(const Policy::member_type& m) {
@@ -84,16 +84,16 @@ double relative_loss(const Kokkos::View<T*, Kokkos::LayoutRight, MemSpace>& dout
   Kokkos::parallel_reduce(
       "attnphys::loss_sum", Kokkos::RangePolicy<ExecSpace>(0, batch),
       KOKKOS_LAMBDA(long b, double& acc) { acc += loss(b); }, total);
-  return total / double(batch);
+  return total / denom;
 }
 
 template double relative_loss<float>(const Kokkos::View<float*, Kokkos::LayoutRight, MemSpace>&,
                                      const Kokkos::View<const float*, Kokkos::LayoutRight, MemSpace>&,
                                      const Kokkos::View<const float*, Kokkos::LayoutRight, MemSpace>&, long, long,
-                                     long, int, double, double, double);
+                                     long, int, double, double, double, long);
 template double relative_loss<double>(const Kokkos::View<double*, Kokkos::LayoutRight, MemSpace>&,
                                       const Kokkos::View<const double*, Kokkos::LayoutRight, MemSpace>&,
                                       const Kokkos::View<const double*, Kokkos::LayoutRight, MemSpace>&, long, long,
-                                      long, int, double, double, double);
+                                      long, int, double, double, double, long);
 
 }  // namespace attnphys::training

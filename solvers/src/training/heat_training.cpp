@@ -122,16 +122,55 @@ std::vector<long> batch_indices(long step, long batch, long n_train, long seed) 
   return out;
 }
 
+// Sums a slot of the parameter buffer over ranks (host staging; a no-op on one rank).
+void allreduce_slot(const Comm& comm, const ParameterBuffer<T>& buf, Slot slot) {
+  if (comm.size() == 1) return;
+  auto v = buf.flat(slot);
+  Kokkos::fence();
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  comm.allreduce_sum(h.data(), long(h.extent(0)));
+  Kokkos::deep_copy(v, h);
+}
+
+// Every rank must hold rank 0's parameters. Differences at the level of float rounding (a reduction whose
+// order depends on the thread count) are repaired by copying rank 0's parameters and optimizer moments;
+// anything larger means the ranks trained on different data or steps, and stops the run.
+void check_ranks_agree(const Comm& comm, ParameterBuffer<T>& buf, long step) {
+  if (comm.size() == 1) return;
+  const std::vector<T> mine = buf.get_host(Slot::Params);
+  std::vector<T> root = mine;
+  comm.broadcast(root.data(), long(root.size()), 0);
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    diff = std::max(diff, std::abs(double(mine[i]) - double(root[i])));
+    scale = std::max(scale, std::abs(double(root[i])));
+  }
+  double d[2] = {diff, std::isfinite(diff) ? 0.0 : 1.0};
+  comm.allreduce_max(d, 2);
+  if (d[0] == 0 && d[1] == 0) return;
+  if (d[1] != 0 || d[0] > 1e-5 * std::max(scale, 1.0))
+    fail("data-parallel training lost sync at step ", step, ": the parameters differ between ranks by up to ",
+         d[0], " (largest |parameter| ", scale, "). Every rank must run the same configuration and build.");
+  for (Slot sl : {Slot::Params, Slot::Moment1, Slot::Moment2}) {
+    std::vector<T> v = buf.get_host(sl);
+    comm.broadcast(v.data(), long(v.size()), 0);
+    buf.set_host(v, sl);
+  }
+}
+
 }  // namespace detail_train
 
 // ------------------------------------------------------------------------------------------------ training
 
 HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml) {
+  return run_heat(cfg, config_toml, Comm::world());
+}
+
+HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml, const Comm& comm) {
   using namespace detail_train;
   cfg.validate();
   const auto& D = cfg.data;
   const auto& Tr = cfg.train;
-  const Comm comm = Comm::world();
   namespace fs = std::filesystem;
   if (comm.is_root()) fs::create_directories(Tr.out_dir);
   const std::string ckpt_path = (fs::path(Tr.out_dir) / "checkpoint.h5").string();
@@ -197,20 +236,25 @@ HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml)
     w.commit();
   };
 
-  // Buffers for one mini-batch.
-  const long B = Tr.batch;
-  View1<T> xb("attnphys::batch_in", B * P), yb("attnphys::batch_target", B * P), pred("attnphys::batch_pred", B * P),
-      dpred("attnphys::batch_dpred", B * P);
-  View1<long> idx("attnphys::batch_index", B);
+  // Buffers for this rank's shard of one mini-batch: samples [b0, b1) of the B drawn for the step (contiguous
+  // shards, sizes differing by at most one; a rank may get none when B < ranks).
+  const long B = Tr.batch, R = comm.size();
+  const long b0 = B * comm.rank() / R, b1 = B * (comm.rank() + 1) / R, Bl = b1 - b0, Bm = std::max(Bl, 1L);
+  View1<T> xb("attnphys::batch_in", Bm * P), yb("attnphys::batch_target", Bm * P),
+      pred("attnphys::batch_pred", Bm * P), dpred("attnphys::batch_dpred", Bm * P);
+  View1<long> idx("attnphys::batch_index", Bm);
   auto idx_h = Kokkos::create_mirror_view(idx);
   SurrogateCache<T> cache;
 
+  // Mean relative L2 over the validation set; each rank takes a contiguous share, and rank 0's total is the
+  // value every rank acts on (early stopping, best parameters).
   auto validate = [&]() {
-    const long chunk = std::min<long>(64, D.n_val);
+    const long v0 = D.n_val * comm.rank() / R, v1 = D.n_val * (comm.rank() + 1) / R;
+    const long chunk = std::max(1L, std::min<long>(64, v1 - v0));
     View1<T> vin("v_in", chunk * P), vtg("v_tg", chunk * P), vpred("v_pred", chunk * P), vd("v_d", chunk * P);
     double sum = 0;
-    for (long s0 = 0; s0 < D.n_val; s0 += chunk) {
-      const long c = std::min(chunk, D.n_val - s0);
+    for (long s0 = v0; s0 < v1; s0 += chunk) {
+      const long c = std::min(chunk, v1 - s0);
       auto in = Kokkos::subview(vin, std::make_pair(0L, c * P));
       auto tg = Kokkos::subview(vtg, std::make_pair(0L, c * P));
       auto pr = Kokkos::subview(vpred, std::make_pair(0L, c * P));
@@ -220,6 +264,8 @@ HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml)
       model.forward(pr, cache, in, {}, coords, c, P, buf);
       sum += relative_loss<T>(dd, pr, tg, c, P, D.n, D.dim, mu, sigma, 0.0) * c;
     }
+    sum = comm.allreduce_sum(sum);
+    comm.broadcast(&sum, 1, 0);
     return sum / D.n_val;
   };
 
@@ -232,25 +278,41 @@ HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml)
   double loss = 0, gnorm = 0;
   long step = start;
   for (; step < Tr.steps; ++step) {
+    // This rank's shard; its loss and gradient are divided by B (not Bl), so their sums over ranks are the
+    // mean loss and gradient of the whole batch.
     const auto ids = batch_indices(step, B, D.n_train, Tr.seed);
-    for (long k = 0; k < B; ++k) idx_h(k) = ids[k];
-    Kokkos::deep_copy(idx, idx_h);
-    gather(xb, tr_in, idx, P);
-    gather(yb, tr_tg, idx, P);
-    model.forward(pred, cache, xb, {}, coords, B, P, buf);
-    loss = relative_loss<T>(dpred, pred, yb, B, P, D.n, D.dim, mu, sigma, Tr.h1_weight);
+    buf.zero_grads();
+    loss = 0;
+    if (Bl > 0) {
+      for (long k = 0; k < Bl; ++k) idx_h(k) = ids[b0 + k];
+      Kokkos::deep_copy(idx, idx_h);
+      auto xs = Kokkos::subview(xb, std::make_pair(0L, Bl * P)), ys = Kokkos::subview(yb, std::make_pair(0L, Bl * P));
+      auto ps = Kokkos::subview(pred, std::make_pair(0L, Bl * P));
+      auto ds = Kokkos::subview(dpred, std::make_pair(0L, Bl * P));
+      gather(xs, tr_in, Kokkos::subview(idx, std::make_pair(0L, Bl)), P);
+      gather(ys, tr_tg, Kokkos::subview(idx, std::make_pair(0L, Bl)), P);
+      model.forward(ps, cache, xs, {}, coords, Bl, P, buf);
+      loss = relative_loss<T>(ds, ps, ys, Bl, P, D.n, D.dim, mu, sigma, Tr.h1_weight, B);
+    }
+    if (R > 1) {
+      double l[2] = {std::isfinite(loss) ? loss : 0.0, std::isfinite(loss) ? 0.0 : 1.0};
+      comm.allreduce_sum(l, 2);
+      comm.broadcast(l, 2, 0);
+      loss = l[1] != 0 ? NAN : l[0];
+    }
     if (!std::isfinite(loss))
       fail("training diverged at step ", step, ": the loss is ", loss, ". ",
            fs::exists(ckpt_path) ? "The last good checkpoint is kept at " + ckpt_path + ". " : "",
            "Lower optimizer.lr or set optimizer.clip_norm.");
-    buf.zero_grads();
-    model.backward(cache, dpred, buf);
+    if (Bl > 0) model.backward(cache, Kokkos::subview(dpred, std::make_pair(0L, Bl * P)), buf);
+    allreduce_slot(comm, buf, Slot::Grads);
     gnorm = clip_grad_norm(buf, Tr.optimizer.clip_norm);
     const double lr = scheduled_lr(Tr.schedule, Tr.optimizer.lr, step);
     opt.step(buf, lr);
     const bool last = step + 1 == Tr.steps;
     double val = -1;
     if ((step + 1) % Tr.eval_every == 0 || last) {
+      check_ranks_agree(comm, buf, step + 1);
       val = validate();
       if (val < best_val) {
         best_val = val;
@@ -274,6 +336,7 @@ HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml)
     }
   }
   res.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  check_ranks_agree(comm, buf, step);
   bar.finish("loss " + std::to_string(loss));
   res.steps_done = step;
   res.final_train_loss = loss;
@@ -284,8 +347,10 @@ HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml)
   (void)data_seconds;
 
   HeatEvaluator ev(cfg, model, buf, mu, sigma);
+  ev.set_comm(comm);
   ev.set_metrics(csv.columns(), csv.rows());
   ev.run(res, Tr.out_dir, config_toml);
+  comm.barrier();  // rank 0's files are complete when any rank returns
   return res;
 }
 

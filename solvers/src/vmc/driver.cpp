@@ -188,6 +188,8 @@ ChainStats VmcDriver<T>::estimate_energy(long n_samples) {
     so.n_samples = share(n_samples, R);
     so.seed = opt_.sampler.seed + 7919 * (iter_ + 1) + 1000003L * rank;
     MetropolisSampler<T> s(model_, so, so.periodic);
+    // Continue from the run's equilibrated chains (a fresh start would need a long burn-in), with new numbers.
+    if (sampler_) s.restore(sampler_->states(), 0);
     s.sample(samples_, lp_re_, lp_im_);
     return energy_stats(s.n_steps_per_sample(), s.n_chains());
   }

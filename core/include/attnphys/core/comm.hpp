@@ -10,6 +10,9 @@ namespace attnphys {
 class Comm {
  public:
   static Comm world();
+  // A one-rank group (this process alone; every collective is the identity), e.g. for a 1-rank reference
+  // computed inside an MPI run.
+  static Comm self() { return Comm(); }
   int rank() const { return rank_; }
   int size() const { return size_; }
   bool is_root() const { return rank_ == 0; }

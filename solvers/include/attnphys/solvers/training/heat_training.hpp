@@ -10,11 +10,17 @@
 // checkpoints (parameters, optimizer moments, step, normaliser, best parameters, config) every checkpoint_every
 // steps and at the end, written to a temporary file and renamed. resume = PATH continues a run to the same result
 // as an uninterrupted one. A NaN/Inf loss stops the run with a clear error; the last good checkpoint stays.
+// Data parallel under MPI: every rank holds the same model (same seed); each step's global mini-batch is split into
+// contiguous shards, one per rank, whose gradients are summed so that every rank takes the step the 1-rank run
+// would take. Validation is split the same way; evaluation runs on every rank; only rank 0 writes files and prints.
+// Ranks are checked to hold the same parameters at every validation and at the end. Checkpoints hold no rank
+// state, so a run can resume at another rank count.
 // Evaluation: PDEBench metrics on the test set, an autoregressive rollout, resolution transfer, inference time
 // against the ADI solver at equal accuracy, and the learned attention map beside the exact heat kernel.
 #include <string>
 #include <vector>
 
+#include "attnphys/core/comm.hpp"
 #include "attnphys/core/json.hpp"
 #include "attnphys/core/optim.hpp"
 #include "attnphys/solvers/training/heat_data.hpp"
@@ -82,8 +88,10 @@ struct HeatRunResult {
   std::string table() const;  // the metrics table printed at the end of a run
 };
 
-// Trains (or resumes) and evaluates. config_toml is stored in checkpoints and outputs.
+// Trains (or resumes) and evaluates. config_toml is stored in checkpoints and outputs. The first form runs on
+// Comm::world(); comm = Comm::self() trains on this process alone inside an MPI run.
 HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml);
+HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml, const Comm& comm);
 
 // Evaluates a saved checkpoint (its stored configuration, with `overrides` applied to the eval section).
 HeatRunResult evaluate_heat_checkpoint(const std::string& checkpoint, const std::vector<std::string>& overrides,

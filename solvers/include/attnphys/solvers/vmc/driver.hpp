@@ -70,7 +70,8 @@ class VmcDriver {
   std::vector<VmcStep> run(long n_iter = -1, CsvLogger* logger = nullptr,
                            const std::vector<Callback>& callbacks = {});
   VmcStep step();
-  // Energy statistics of the current state from n_samples fresh samples (0: the sampler's setting); no update.
+  // Energy statistics of the current state from n_samples new samples (0: the sampler's setting), drawn by chains
+  // that start from the run's current (equilibrated) chain states with a separate random stream; no update.
   ChainStats estimate_energy(long n_samples = 0);
 
   void save_checkpoint(const std::string& path) const;
