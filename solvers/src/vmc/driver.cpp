@@ -216,16 +216,24 @@ VmcStep VmcDriver<T>::step() {
   VmcStep out;
   out.iteration = iter_;
   ChainStats st;
+  auto lap = [t = t0]() mutable {
+    const auto now = std::chrono::steady_clock::now();
+    const double dt = std::chrono::duration<double>(now - t).count();
+    t = now;
+    return dt;
+  };
   if (direct_) {  // independent exact draws: one "step" of M chains, so tau = 1
     const long M = share(opt_.sampler.n_samples, comm_.size());
     sample_direct(M, std::uint64_t(local_.seed), direct_counter_++);
     out.acceptance = 1.0;
+    out.sample_seconds = lap();
     st = energy_stats(1, M);
   } else {
     sampler_->reset_acceptance();
     sampler_->sample(samples_, lp_re_, lp_im_);
     out.acceptance = comm_.size() > 1 ? comm_.allreduce_sum(sampler_->acceptance()) / comm_.size()
                                       : sampler_->acceptance();
+    out.sample_seconds = lap();
     st = energy_stats(sampler_->n_steps_per_sample(), sampler_->n_chains());
   }
   {
@@ -241,6 +249,7 @@ VmcStep VmcDriver<T>::step() {
   out.r_hat = st.r_hat;
   out.v_score = v_score(model_.n_sites(), st.mean, st.variance);
 
+  out.energy_seconds = lap();
   const long M = samples_.extent(0), P = model_.n_parameters();
   if (o_re_.extent(0) != std::size_t(M) || o_re_.extent(1) != std::size_t(P)) {
     o_re_ = View2<T>("attnphys::vmc_o_re", M, P);
@@ -251,6 +260,7 @@ VmcStep VmcDriver<T>::step() {
     model_.log_psi_gradients(Kokkos::subview(samples_, r, Kokkos::ALL()), Kokkos::subview(o_re_, r, Kokkos::ALL()),
                              Kokkos::subview(o_im_, r, Kokkos::ALL()));
   }
+  out.gradient_seconds = lap();
   auto& buf = model_.parameters();
   out.diag_shift = scheduled_diag_shift(opt_, iter_);
   // Under MPI every rank solves the same SR system from every rank's samples (so the parameters stay identical).
@@ -280,6 +290,7 @@ VmcStep VmcDriver<T>::step() {
         "attnphys::vmc_update", Kokkos::RangePolicy<ExecSpace>(0, P), KOKKOS_LAMBDA(const long k) { p(k) -= lr * d(k); });
   }
   if (sampler_) sampler_->refresh();
+  out.update_seconds = lap();
   ++iter_;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
@@ -288,13 +299,15 @@ VmcStep VmcDriver<T>::step() {
 template <class T>
 std::vector<std::string> VmcDriver<T>::log_columns() {
   return {"iteration", "energy", "energy_imag", "error", "variance", "v_score", "tau", "r_hat", "acceptance",
-          "diag_shift", "grad_norm", "seconds"};
+          "diag_shift", "grad_norm", "seconds", "sample_seconds", "energy_seconds", "gradient_seconds",
+          "update_seconds"};
 }
 
 template <class T>
 std::vector<double> VmcDriver<T>::log_row(const VmcStep& s) {
   return {double(s.iteration), s.energy, s.energy_imag, s.error, s.variance, s.v_score, s.tau, s.r_hat,
-          s.acceptance, s.diag_shift, s.grad_norm, s.seconds};
+          s.acceptance, s.diag_shift, s.grad_norm, s.seconds, s.sample_seconds, s.energy_seconds,
+          s.gradient_seconds, s.update_seconds};
 }
 
 template <class T>
