@@ -88,7 +88,7 @@ def main():
     ap.add_argument("--sizes", default="20,50,100")
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--vmc-steps", type=int, default=2)
+    ap.add_argument("--vmc-steps", type=int, default=1)
     args = ap.parse_args()
     import torch
 
@@ -114,7 +114,7 @@ def main():
 
         vmc = spin.Vmc(model, psi, {"sampler.n_samples": 1024, "sampler.n_chains": 64, "sampler.n_discard": 16})
         t0 = time.perf_counter()
-        est = vmc.estimate_energy(4096)
+        est = vmc.estimate_energy(1024)
         t_est = time.perf_counter() - t0
         hist = vmc.run(args.vmc_steps)
         sr_step = float(np.median([h["seconds"] for h in hist]))
