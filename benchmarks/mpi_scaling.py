@@ -52,7 +52,9 @@ def main():
         res[f"vmc_step_s_{r}ranks"] = it["step_seconds"]
         with tempfile.TemporaryDirectory() as out:
             t = run([exe, "train", "heat", "--config", "configs/heat2d.toml", "--set",
-                     f"train.steps={args.train_steps}", "--set", f"train.out_dir={out}", "--json"], r)
+                     f"train.steps={args.train_steps}", "--set", f"train.out_dir={out}", "--set", "train.progress=false",
+                     "--set", "eval.speed=false", "--set", "eval.rollout_steps=0", "--set", "eval.transfer_n=0",
+                     "--json"], r)
         res[f"train_s_per_step_{r}ranks"] = t["train_seconds"] / max(1, t.get("steps", args.train_steps))
         print(f"{r} rank(s): VMC sampling {res[f'vmc_samples_per_s_{r}ranks']:.0f} samples/s, VMC iteration "
               f"{res[f'vmc_step_s_{r}ranks']:.2f} s, training {res[f'train_s_per_step_{r}ranks'] * 1e3:.0f} ms/step",
