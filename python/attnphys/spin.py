@@ -37,8 +37,10 @@ def all_states(n):
     return _np.where((idx >> _np.arange(n)) & 1, 1.0, -1.0)
 
 
-# Autoregressive transformer ansatz (exact sampling) and its VMC driver:
+# Autoregressive transformer ansatz (exact sampling); spin.Vmc samples it directly:
 #     ar = spin.Autoregressive(m.n, d_model=16, n_heads=2, n_layers=2)
 #     ar.sample(1000)                                   # [1000, n] exact draws from |psi|^2
-#     vmc = spin.AutoregressiveVmc(m, ar, {"vmc.lr": 0.05, "sampler.n_samples": 512})
-from ._core.spin import Autoregressive, AutoregressiveVmc  # noqa: E402,F401
+#     vmc = spin.Vmc(m, ar, {"vmc.lr": 0.05, "sampler.n_samples": 512})
+from ._core.spin import Autoregressive  # noqa: E402,F401
+
+AutoregressiveVmc = Vmc  # the earlier name of spin.Vmc driving an Autoregressive ansatz

@@ -6,7 +6,7 @@
 #include "attnphys/solvers/vmc/rbm.hpp"
 #include "attnphys/solvers/vmc/run.hpp"
 #include "attnphys/solvers/vmc/transformer.hpp"
-#include "bindings.hpp"
+#include "spin_common.hpp"
 
 namespace attnphys::python {
 
@@ -14,56 +14,14 @@ namespace {
 
 using spin::ChainModel;
 
-View2<double> spins_in(const Array<double>& s, int n) {
-  require(s.ndim() == 2 && s.shape(1) == n, "sigma must be a [B, ", n, "] array of ±1, got shape ", shape_str(s));
-  const long B = s.shape(0);
-  for (long k = 0; k < B * n; ++k)
-    require(s.data()[k] == 1.0 || s.data()[k] == -1.0, "sigma must hold only +1 and -1, found ", s.data()[k]);
-  View2<double> v("attnphys::py_sigma", B, n);
-  Kokkos::deep_copy(v, HostView2<const double>(s.data(), B, n));
-  return v;
-}
-
-template <class V>
-Array<double> out_array(const V& v, std::vector<long> shape) {
-  Array<double> out(shape);
-  auto h = to_host(v);
-  std::copy(h.data(), h.data() + h.span(), out.mutable_data());
-  return out;
-}
-
-// Every ansatz exposed to Python is a PyAnsatz (the methods live on the base class); Rbm and Transformer only add
-// constructors.
-struct PyAnsatz {
-  std::unique_ptr<vmc::LogPsiModel<double>> rbm;  // the model (named rbm for history: it is any LogPsiModel)
-  LiveToken token;
-};
 struct PyRbm : PyAnsatz {};
 struct PyTransformer : PyAnsatz {};
-
-void apply_options(OptionSet& set, const std::map<std::string, py::object>& options) {
-  for (const auto& [k, v] : options) {
-    std::string text = py::isinstance<py::bool_>(v) ? (v.cast<bool>() ? "true" : "false")
-                                                     : py::str(v).cast<std::string>();
-    set.set(k + "=" + text);
-  }
-}
 
 struct PyVmc {
   std::shared_ptr<spin::SpinHamiltonian> H;
   std::unique_ptr<vmc::VmcDriver<double>> driver;
   LiveToken token;
 };
-
-py::dict step_dict(const vmc::VmcStep& s) {
-  py::dict d;
-  const auto cols = vmc::VmcDriver<double>::log_columns();
-  const auto row = vmc::VmcDriver<double>::log_row(s);
-  for (std::size_t k = 0; k < cols.size(); ++k) d[cols[k].c_str()] = row[k];
-  d["iteration"] = s.iteration;
-  d["used_pinv"] = s.used_pinv;
-  return d;
-}
 
 }  // namespace
 
@@ -151,11 +109,11 @@ void bind_spin(py::module_& m) {
      "connected configurations [B, max_conn, N] and matrix elements [B, max_conn] (slot 0: the diagonal)");
 
   py::class_<PyAnsatz>(sp, "Ansatz", "a variational wavefunction log ψ(σ) (base class of Rbm, Transformer)")
-      .def_property_readonly("n_parameters", [](const PyAnsatz& p) { return p.rbm->n_parameters(); })
-      .def_property_readonly("n_sites", [](const PyAnsatz& p) { return p.rbm->n_sites(); })
+      .def_property_readonly("n_parameters", [](const PyAnsatz& p) { return p.model->n_parameters(); })
+      .def_property_readonly("n_sites", [](const PyAnsatz& p) { return p.model->n_sites(); })
       .def("parameter_blocks", [](const PyAnsatz& p) {
         py::list out;
-        for (const auto& b : p.rbm->parameters().blocks()) {
+        for (const auto& b : p.model->parameters().blocks()) {
           py::dict d;
           d["name"] = b.name;
           d["offset"] = b.offset;
@@ -164,46 +122,46 @@ void bind_spin(py::module_& m) {
         }
         return out;
       }, "[{'name', 'offset', 'shape'}] of the flat parameter vector, in order")
-      .def_property_readonly("name", [](const PyAnsatz& p) { return p.rbm->name(); })
+      .def_property_readonly("name", [](const PyAnsatz& p) { return p.model->name(); })
       .def("get_parameters", [](const PyAnsatz& p) {
-        auto v = p.rbm->parameters().get_host();
+        auto v = p.model->parameters().get_host();
         Array<double> out(long(v.size()));
         std::copy(v.begin(), v.end(), out.mutable_data());
         return out;
       })
       .def("set_parameters", [](PyAnsatz& p, const Array<double>& a) {
-        require(a.ndim() == 1 && a.shape(0) == p.rbm->n_parameters(), "expected ", p.rbm->n_parameters(),
+        require(a.ndim() == 1 && a.shape(0) == p.model->n_parameters(), "expected ", p.model->n_parameters(),
                 " parameters, got shape ", shape_str(a));
-        p.rbm->parameters().set_host(std::vector<double>(a.data(), a.data() + a.shape(0)));
+        p.model->parameters().set_host(std::vector<double>(a.data(), a.data() + a.shape(0)));
       })
       .def("log_psi", [](PyAnsatz& p, const Array<double>& sigma) {
-        auto s = spins_in(sigma, p.rbm->n_sites());
+        auto s = spins_in(sigma, p.model->n_sites());
         const long B = s.extent(0);
         View1<double> re("re", B), im("im", B);
-        p.rbm->log_psi(s, re, im);
+        p.model->log_psi(s, re, im);
         auto hr = to_host(re), hi = to_host(im);
         py::array_t<std::complex<double>> out(B);
         for (long b = 0; b < B; ++b) out.mutable_data()[b] = {hr(b), hi(b)};
         return out;
       }, py::arg("sigma"), "complex log ψ of a batch [B, N] of ±1 spins")
       .def("gradients", [](PyAnsatz& p, const Array<double>& sigma) {
-        auto s = spins_in(sigma, p.rbm->n_sites());
-        const long B = s.extent(0), P = p.rbm->n_parameters();
+        auto s = spins_in(sigma, p.model->n_sites());
+        const long B = s.extent(0), P = p.model->n_parameters();
         View2<double> ore("ore", B, P), oim("oim", B, P);
-        p.rbm->log_psi_gradients(s, ore, oim);
+        p.model->log_psi_gradients(s, ore, oim);
         auto hr = to_host(ore), hi = to_host(oim);
         py::array_t<std::complex<double>> out({B, P});
         for (long k = 0; k < B * P; ++k) out.mutable_data()[k] = {hr.data()[k], hi.data()[k]};
         return out;
       }, py::arg("sigma"), "per-sample ∂ log ψ / ∂θ [B, P] (complex)")
       .def("local_energies", [](PyAnsatz& p, const ChainModel& c, const Array<double>& sigma) {
-        require(c.n == p.rbm->n_sites(), "model has ", c.n, " sites, the RBM ", p.rbm->n_sites());
+        require(c.n == p.model->n_sites(), "model has ", c.n, " sites, the RBM ", p.model->n_sites());
         spin::SpinHamiltonian H(c);
         auto s = spins_in(sigma, c.n);
         const long B = s.extent(0);
         View1<double> lr("lr", B), li("li", B), er("er", B), ei("ei", B);
-        p.rbm->log_psi(s, lr, li);
-        vmc::local_energy<double>(*p.rbm, H, s, lr, li, er, ei);
+        p.model->log_psi(s, lr, li);
+        vmc::local_energy<double>(*p.model, H, s, lr, li, er, ei);
         auto hr = to_host(er), hi = to_host(ei);
         py::array_t<std::complex<double>> out(B);
         for (long b = 0; b < B; ++b) out.mutable_data()[b] = {hr(b), hi(b)};
@@ -213,7 +171,7 @@ void bind_spin(py::module_& m) {
   py::class_<PyRbm, PyAnsatz>(sp, "Rbm", "restricted Boltzmann machine ansatz (complex or real parameters)")
       .def(py::init([](int n, double alpha, bool complex, bool visible_bias, double init_std, long seed) {
              auto p = std::make_unique<PyRbm>();
-             p->rbm = std::make_unique<vmc::Rbm<double>>(
+             p->model = std::make_unique<vmc::Rbm<double>>(
                  n, vmc::RbmOptions{alpha, complex, visible_bias, init_std, std::uint64_t(seed)});
              return p;
            }),
@@ -229,7 +187,7 @@ void bind_spin(py::module_& m) {
              o.declare(set);
              apply_options(set, options);
              auto p = std::make_unique<PyTransformer>();
-             p->rbm = std::make_unique<vmc::TransformerAnsatz<double>>(n, periodic, o);
+             p->model = std::make_unique<vmc::TransformerAnsatz<double>>(n, periodic, o);
              return p;
            }),
            py::arg("n"), py::arg("periodic") = true, py::arg("options") = std::map<std::string, py::object>{},
@@ -269,17 +227,20 @@ void bind_spin(py::module_& m) {
      "defaults and results as the CLI");
 
   py::class_<PyVmc>(sp, "Vmc", "VMC driver: Metropolis sampling, SR/minSR/Adam updates, checkpoints")
-      .def(py::init([](const ChainModel& c, PyAnsatz& rbm, const std::map<std::string, py::object>& options) {
+      .def(py::init([](const ChainModel& c, PyAnsatz& ansatz, const std::map<std::string, py::object>& options) {
              vmc::VmcOptions o;
              o.sampler.fixed_sz = c.conserves_sz();
              o.sampler.two_sz = spin::ground_state_two_sz(c.n);
+             // A model that samples itself directly (autoregressive) fixes the sector it lives in.
+             if (auto* direct = dynamic_cast<vmc::DirectSampling<double>*>(ansatz.model.get()))
+               o.sampler.fixed_sz = direct->fixed_sector(o.sampler.two_sz);
              o.sampler.periodic = c.periodic();
              OptionSet set;
              o.declare(set);
              apply_options(set, options);
              auto p = std::make_unique<PyVmc>();
              p->H = std::make_shared<spin::SpinHamiltonian>(c);
-             p->driver = std::make_unique<vmc::VmcDriver<double>>(*rbm.rbm, *p->H, o);
+             p->driver = std::make_unique<vmc::VmcDriver<double>>(*ansatz.model, *p->H, o);
              return p;
            }),
            py::arg("model"), py::arg("ansatz"), py::arg("options") = std::map<std::string, py::object>{},
@@ -309,6 +270,7 @@ void bind_spin(py::module_& m) {
         return d;
       }, py::arg("n_samples") = 0)
       .def_property_readonly("iteration", [](const PyVmc& p) { return p.driver->iteration(); })
+      .def_property_readonly("direct_sampling", [](const PyVmc& p) { return p.driver->direct_sampling(); })
       .def("save_checkpoint", [](const PyVmc& p, const std::string& path) { p.driver->save_checkpoint(path); })
       .def("load_checkpoint", [](PyVmc& p, const std::string& path) { p.driver->load_checkpoint(path); });
 }

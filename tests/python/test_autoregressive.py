@@ -53,3 +53,14 @@ def test_short_vmc_run_approaches_the_tfim_ground_state():
     # ... and the gradients the driver used are the model's exact ones.
     g = ar.gradients(ar.sample(2))
     assert g.shape == (2, ar.n_parameters) and np.all(np.isfinite(g))
+
+
+def test_vmc_takes_the_sector_of_a_directly_sampled_ansatz():
+    m = spin.ChainModel("heisenberg", n=6, bc="periodic")
+    for fixed in (True, False):  # the driver samples the model's own sector (or every sector)
+        ar = spin.Autoregressive(m.n, d_model=8, fixed_sz=fixed, two_sz=0, seed=4)
+        assert isinstance(ar, spin.Ansatz)
+        vmc = spin.Vmc(m, ar, {"sampler.n_samples": 64})
+        assert vmc.direct_sampling
+        hist = vmc.run(2)
+        assert len(hist) == 2 and np.isfinite(hist[-1]["energy"])
