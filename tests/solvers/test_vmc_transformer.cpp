@@ -171,6 +171,7 @@ TEST(TransformerAnsatz, BadOptionsAreRefused) {
   EXPECT_THROW(TransformerAnsatz<double>(8, true, o), Error);
   try {
     TransformerAnsatz<double>(10, true, small("factored", 4));
+    FAIL() << "patch_size 4 does not divide 10: the constructor must refuse it";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("patch_size"), std::string::npos) << e.what();
   }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "attnphys/core/comm.hpp"
 #include "attnphys/solvers/ed/exact.hpp"
 
 namespace attnphys::vmc {
@@ -116,8 +117,8 @@ VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const Vmc
   out.n_parameters = psi->n_parameters();
   std::vector<VmcDriver<double>::Callback> cbs;
   if (on_step) cbs.push_back(on_step);
-  const long todo = std::max(0L, cfg.vmc.n_iter - driver.iteration());
-  out.history = driver.run(todo, nullptr, cbs);
+  const long remaining = std::max(0L, cfg.vmc.n_iter - driver.iteration());
+  out.history = driver.run(remaining, nullptr, cbs);
   out.iterations = driver.iteration();
   if (!out.history.empty()) {
     std::vector<double> t;
@@ -147,7 +148,15 @@ VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const Vmc
     out.n_samples = cfg.vmc.sampler.n_samples;
   }
   out.v_score = v_score(cfg.model.n, out.energy, out.variance);
-  out.reference = reference_energy(cfg.model, cfg.reference, &out.reference_source);
+  // The exact energy (possibly a Lanczos run) once, on rank 0; the other ranks receive it.
+  const Comm comm = Comm::world();
+  double ref = std::nan("");
+  if (comm.is_root()) {
+    const auto r = reference_energy(cfg.model, cfg.reference, &out.reference_source);
+    if (r) ref = *r;
+  }
+  comm.broadcast(&ref, 1, 0);
+  if (!std::isnan(ref)) out.reference = ref;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -11,7 +11,8 @@
 //   sampler.periodic           the chain's boundary condition (always);
 //   ansatz.marshall_sign=auto  the Marshall sign for antiferromagnetic Heisenberg, XXZ (J > 0) and J1-J2 chains
 //                              (transformer; the autoregressive model learns its phase, the RBM its sign);
-//   autoregressive.fixed_sz    the sampler's sector (exact samples then stay in it).
+//   autoregressive.fixed_sz    the sampler's sector (exact samples then stay in it);
+//   vmc.diag_shift_steps       two thirds of vmc.n_iter (the SR shift reaches its final value there).
 #include <functional>
 #include <memory>
 #include <optional>
