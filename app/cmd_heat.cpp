@@ -90,8 +90,9 @@ void run_heat_dataset(const CommonFlags& flags) {
   dopt.declare(set);
   flags.apply(set);
   const auto p = po.build();
-  if (!Comm::world().is_root()) return;  // one writer
-  const auto s = fd::write_heat_dataset(p, ic, so.to_solve_options(), dopt, set.to_toml());
+  // Under mpirun every rank generates its share of the samples; rank 0 writes the file and reports.
+  const auto s = fd::write_heat_dataset(p, ic, so.to_solve_options(), dopt, set.to_toml(), {}, Comm::world());
+  if (!Comm::world().is_root()) return;
   std::cout << "wrote " << s.path << ": " << s.samples << " samples x " << s.nt << " snapshots in " << s.seconds
             << " s (solver dt " << s.solver_dt << ")\n";
   if (flags.json) {

@@ -1,5 +1,5 @@
-// attnphys vmc: variational Monte Carlo ground state of a spin chain with a transformer (or RBM) wavefunction,
-// same model flags as `attnphys ed` and `attnphys dmrg`.
+// attnphys vmc: variational Monte Carlo ground state of a spin chain with a transformer (or RBM, autoregressive or
+// MPS) wavefunction, same model flags as `attnphys ed` and `attnphys dmrg`.
 #include <cmath>
 #include <iomanip>
 
@@ -23,8 +23,10 @@ void register_vmc(CLI::App& app) {
   auto log = std::make_shared<std::string>();
   flags->add_to(sub);
   add_chain_flags(sub, *cli_model);
-  sub->add_option("--ansatz", *ansatz, "transformer | rbm | autoregressive")
-      ->check(CLI::IsMember({"transformer", "rbm", "autoregressive"}));
+  auto chi = std::make_shared<long>(-1);
+  sub->add_option("--ansatz", *ansatz, "transformer | rbm | autoregressive | mps")
+      ->check(CLI::IsMember({"transformer", "rbm", "autoregressive", "mps"}));
+  sub->add_option("--chi", *chi, "bond dimension of the MPS ansatz (mps.chi)");
   sub->add_option("--iters", *iters, "VMC iterations");
   sub->add_option("--samples", *samples, "samples per iteration");
   sub->add_option("--seed", *seed, "sampler seed");
@@ -47,6 +49,7 @@ void register_vmc(CLI::App& app) {
     if (sub->count("--delta")) over.push_back(msg("model.delta=", c.delta));
     if (sub->count("--j2")) over.push_back(msg("model.j2=", c.j2));
     if (!ansatz->empty()) over.push_back("ansatz.kind=" + *ansatz);
+    if (*chi >= 0) over.push_back(msg("mps.chi=", *chi));
     if (*iters >= 0) over.push_back(msg("vmc.n_iter=", *iters));
     if (*samples > 0) over.push_back(msg("sampler.n_samples=", *samples));
     if (*seed >= 0) over.push_back(msg("sampler.seed=", *seed));
@@ -70,7 +73,10 @@ void register_vmc(CLI::App& app) {
       if (cfg.model.model == "tfim") j.set("h", cfg.model.h);
       if (cfg.model.model == "xxz") j.set("delta", cfg.model.delta);
       if (cfg.model.model == "j1j2") j.set("j2", cfg.model.j2);
-      j.set("ansatz", cfg.ansatz).set("marshall_sign", cfg.ansatz == "transformer" && cfg.transformer.marshall_sign);
+      j.set("ansatz", cfg.ansatz)
+          .set("marshall_sign", (cfg.ansatz == "transformer" && cfg.transformer.marshall_sign) ||
+                                    (cfg.ansatz == "mps" && cfg.mps.marshall_sign));
+      if (cfg.ansatz == "mps") j.set("chi", cfg.mps.chi);
       j.set("energy", r.energy).set("energy_error", r.energy_error).set("variance", r.variance);
       j.set("v_score", r.v_score).set("tau", r.tau).set("r_hat", r.r_hat).set("acceptance", r.acceptance);
       j.set("n_parameters", r.n_parameters).set("iterations", r.iterations).set("n_samples", r.n_samples);

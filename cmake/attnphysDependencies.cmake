@@ -50,7 +50,8 @@ message(STATUS "attnphys: Kokkos ${ATTNPHYS_KOKKOS_VERSION} (devices: ${Kokkos_D
 # SharedAllocationRecord::decrement). A small program checks whether the Kokkos found here has the problem with this
 # compiler; if so, the build puts a copy of impl/Kokkos_SharedAlloc.hpp without that one `constexpr` (upstream's
 # fix) in front of the Kokkos headers. Only the inline constructor changes, not the layout of any type.
-# Host compilers only (nvcc needs the constexpr; use Kokkos >= 4.7.00 there).
+# nvcc_wrapper counts as GNU here (its host compiler), so CUDA builds get the check too; nvcc compiles attnphys with
+# the patched header (verified with CUDA 13.0, docs/building_kokkos4.md).
 option(ATTNPHYS_KOKKOS_GCC12_WORKAROUND "Work around GCC 12's miscompiled default Kokkos::View when detected" ON)
 if(ATTNPHYS_KOKKOS_GCC12_WORKAROUND AND NOT DEFINED ATTNPHYS_KOKKOS_GCC12_BUG
    AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_GREATER_EQUAL 12

@@ -73,6 +73,18 @@ void Comm::broadcast(float* d, long n, int root) const {
 void Comm::barrier() const {
   if (active_) MPI_Barrier(MPI_COMM_WORLD);
 }
+void Comm::send(const float* d, long n, int dest, int tag) const {
+  require(active_ && dest >= 0 && dest < size_ && dest != rank_, "Comm::send: no rank ", dest, " to send to (rank ",
+          rank_, " of ", size_, ")");
+  require(n < (1L << 31), "send of ", n, " values exceeds MPI's int count; send in chunks");
+  if (n) MPI_Send(d, static_cast<int>(n), MPI_FLOAT, dest, tag, MPI_COMM_WORLD);
+}
+void Comm::recv(float* d, long n, int source, int tag) const {
+  require(active_ && source >= 0 && source < size_ && source != rank_, "Comm::recv: no rank ", source,
+          " to receive from (rank ", rank_, " of ", size_, ")");
+  require(n < (1L << 31), "recv of ", n, " values exceeds MPI's int count; receive in chunks");
+  if (n) MPI_Recv(d, static_cast<int>(n), MPI_FLOAT, source, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
 #else
 void Comm::allreduce_sum(double*, long) const {}
 void Comm::allreduce_sum(float*, long) const {}
@@ -80,6 +92,12 @@ void Comm::allreduce_max(double*, long) const {}
 void Comm::broadcast(double*, long, int) const {}
 void Comm::broadcast(float*, long, int) const {}
 void Comm::barrier() const {}
+void Comm::send(const float*, long, int dest, int) const {
+  fail("Comm::send: no rank ", dest, " to send to (built without MPI: one rank)");
+}
+void Comm::recv(float*, long, int source, int) const {
+  fail("Comm::recv: no rank ", source, " to receive from (built without MPI: one rank)");
+}
 #endif
 
 }  // namespace attnphys

@@ -39,10 +39,39 @@ template <class T>
 Mat3<T> m3(const View3<T>& v) {
   return Mat3<T>(v.data(), v.extent(0), v.extent(1), v.extent(2));
 }
-// [B*H, N, dh] seen as [B*H*N, dh] rows (for the per-token layer norms of Galerkin attention).
+// Galerkin's layer norms, one per head (Cao 2021): slice bh = b*H + h of x [B*H, N, dh] is normalised with row h
+// of the weight and bias tables [H, dh]; mean and rstd are [B*H*N].
 template <class T>
-Mat<T> rows_of(const View3<T>& v) {
-  return Mat<T>(v.data(), long(v.extent(0)) * long(v.extent(1)), v.extent(2));
+void head_layernorm_forward(const View3<T>& y, const View1<T>& mean, const View1<T>& rstd, const View3<T>& x,
+                            const ConstMat<T>& w, const ConstMat<T>& b, long heads) {
+  const long nbh = x.extent(0), n = x.extent(1), dh = x.extent(2);
+  for (long bh = 0; bh < nbh; ++bh) {
+    const long h = bh % heads;
+    layernorm_forward<T>(Mat<T>(y.data() + bh * n * dh, n, dh), Vec<T>(mean.data() + bh * n, n),
+                         Vec<T>(rstd.data() + bh * n, n), ConstMat<T>(x.data() + bh * n * dh, n, dh),
+                         ConstVec<T>(w.data() + h * dh, dh), ConstVec<T>(b.data() + h * dh, dh));
+  }
+}
+// dx +=, dw, db += (row h of [H, dh] for slice bh).
+template <class T>
+void head_layernorm_backward(const View3<T>& dx, const Mat<T>& dw, const Mat<T>& db, const View3<T>& dy,
+                             const View3<T>& x, const ConstMat<T>& w, const View1<T>& mean, const View1<T>& rstd,
+                             long heads) {
+  const long nbh = x.extent(0), n = x.extent(1), dh = x.extent(2);
+  for (long bh = 0; bh < nbh; ++bh) {
+    const long h = bh % heads;
+    layernorm_backward<T>(Mat<T>(dx.data() + bh * n * dh, n, dh), Vec<T>(dw.data() + h * dh, dh),
+                          Vec<T>(db.data() + h * dh, dh), ConstMat<T>(dy.data() + bh * n * dh, n, dh),
+                          ConstMat<T>(x.data() + bh * n * dh, n, dh), ConstVec<T>(w.data() + h * dh, dh),
+                          ConstVec<T>(mean.data() + bh * n, n), ConstVec<T>(rstd.data() + bh * n, n));
+  }
+}
+
+template <class T>
+FactoredRowsBuffers<T> rows_buffers(AttentionCache<T>& c, long heads, long n, AttentionScratch<T>* ws) {
+  FactoredRowsBuffers<T> b{m3(c.v), m3(c.o), m3(c.dv), m3(c.p), Mat3<T>()};
+  if (ws) b.dp = Mat3<T>(ws->ensure(ws->dtile, heads * n * n, "attnphys::attention_dtile"), heads, n, n);
+  return b;
 }
 }  // namespace
 
@@ -54,10 +83,13 @@ void AttentionCache<T>::ensure(const AttentionOptions& opt, long b, long n) {
   len = n;
   alloc2(proj, b * n, factored ? d : 3 * d);
   alloc2(dproj, b * n, factored ? d : 3 * d);
-  alloc3(v, b * h, n, dh);
-  alloc3(o, b * h, n, dh);
-  alloc3(dv, b * h, n, dh);
-  alloc3(dout, b * h, n, dh);
+  // Factored attention without a key mask keeps v, o, dv as per-head blocks [H, N, B*dh] and p as [H, N, N]
+  // (FactoredRowsBuffers); with a key mask its weights differ per sample and it uses the [B*H, ...] layout.
+  const bool rows = factored && key_mask.extent(0) == 0;
+  alloc3(v, rows ? h : b * h, n, rows ? b * dh : dh);
+  alloc3(o, rows ? h : b * h, n, rows ? b * dh : dh);
+  alloc3(dv, rows ? h : b * h, n, rows ? b * dh : dh);
+  if (!rows) alloc3(dout, b * h, n, dh);
   alloc2(merged, b * n, d);
   alloc2(dmerged, b * n, d);
   if (!factored) {
@@ -66,7 +98,7 @@ void AttentionCache<T>::ensure(const AttentionOptions& opt, long b, long n) {
     alloc3(dq, b * h, n, dh);
     alloc3(dk, b * h, n, dh);
   }
-  if (opt.kind == "dense" || factored) alloc3(p, b * h, n, n);
+  if (opt.kind == "dense" || factored) alloc3(p, rows ? h : b * h, n, n);
   if (opt.kind == "dense" || opt.kind == "tiled") alloc2(lse, b * h, n);
   if (galerkin) {
     alloc3(kn, b * h, n, dh);
@@ -104,8 +136,12 @@ void MultiHeadAttention<T>::declare(ParameterBuffer<T>& buf, InitPlan& plan) con
     plan.push_back({prefix_ + "in_proj_bias", InitSpec::Kind::Constant, 0.0});
   }
   if (opt_.kind == "galerkin") {
-    declare_layernorm(buf, plan, prefix_ + "k_norm.", dh);
-    declare_layernorm(buf, plan, prefix_ + "v_norm.", dh);
+    for (const char* name : {"k_norm.", "v_norm."}) {  // one layer norm per head: tables [H, dh]
+      buf.add(prefix_ + name + "weight", {h, dh}, false);
+      buf.add(prefix_ + name + "bias", {h, dh}, false);
+      plan.push_back({prefix_ + name + "weight", InitSpec::Kind::Constant, 1.0});
+      plan.push_back({prefix_ + name + "bias", InitSpec::Kind::Constant, 0.0});
+    }
   }
   if (opt_.relative_bias) {
     buf.add(prefix_ + "rel_bias", {h, table}, false);
@@ -140,10 +176,14 @@ void MultiHeadAttention<T>::forward(const Mat<T>& y, AttentionCache<T>& c, const
   require(key_mask.extent(0) == 0 || opt_.kind != "galerkin", "attention: galerkin attention takes no key mask");
   require(!(opt_.relative_bias || opt_.kind == "factored") || len <= opt_.max_len, "attention: sequence length ",
           len, " exceeds max_len = ", opt_.max_len, " of the relative tables");
-  c.ensure(opt_, batch, len);
   c.key_mask = key_mask;
+  c.ensure(opt_, batch, len);
   const auto s = spec(c, params);
-  if (opt_.kind == "factored") {
+  if (opt_.kind == "factored" && key_mask.extent(0) == 0) {
+    linear_forward<T>(c.proj, x, params.view2(prefix_ + "v_proj.weight"), params.view1(prefix_ + "v_proj.bias"));
+    factored_rows_forward<T>(c.merged, rows_buffers(c, h, len, static_cast<AttentionScratch<T>*>(nullptr)), c.proj,
+                             params.view2(prefix_ + "alpha"), batch, len, s);
+  } else if (opt_.kind == "factored") {
     linear_forward<T>(c.proj, x, params.view2(prefix_ + "v_proj.weight"), params.view1(prefix_ + "v_proj.bias"));
     split_heads<T>(c.v, c.proj, 0, batch, h);
     factored_forward<T>(c.o, c.p, c3(c.v), params.view2(prefix_ + "alpha"), s);
@@ -153,16 +193,16 @@ void MultiHeadAttention<T>::forward(const Mat<T>& y, AttentionCache<T>& c, const
     split_heads<T>(c.k, c.proj, d, batch, h);
     split_heads<T>(c.v, c.proj, 2 * d, batch, h);
     if (opt_.kind == "galerkin") {
-      layernorm_forward<T>(rows_of(c.kn), c.k_mean, c.k_rstd, rows_of(c.k), params.view1(prefix_ + "k_norm.weight"),
-                           params.view1(prefix_ + "k_norm.bias"));
-      layernorm_forward<T>(rows_of(c.vn), c.v_mean, c.v_rstd, rows_of(c.v), params.view1(prefix_ + "v_norm.weight"),
-                           params.view1(prefix_ + "v_norm.bias"));
+      head_layernorm_forward<T>(c.kn, c.k_mean, c.k_rstd, c.k, params.view2(prefix_ + "k_norm.weight"),
+                                params.view2(prefix_ + "k_norm.bias"), h);
+      head_layernorm_forward<T>(c.vn, c.v_mean, c.v_rstd, c.v, params.view2(prefix_ + "v_norm.weight"),
+                                params.view2(prefix_ + "v_norm.bias"), h);
       galerkin_forward<T>(c.o, c.kv, c3(c.q), c3(c.kn), c3(c.vn));
     } else {
       sdpa_forward<T>(c.o, opt_.kind == "dense" ? m3(c.p) : Mat3<T>(), c.lse, c3(c.q), c3(c.k), c3(c.v), s, ws);
     }
   }
-  merge_heads<T>(c.merged, 0, c3(c.o), batch, h);
+  if (!(opt_.kind == "factored" && key_mask.extent(0) == 0)) merge_heads<T>(c.merged, 0, c3(c.o), batch, h);
   linear_forward<T>(y, c.merged, params.view2(prefix_ + "out_proj.weight"), params.view1(prefix_ + "out_proj.bias"));
 }
 
@@ -178,6 +218,14 @@ void MultiHeadAttention<T>::backward(const Mat<T>& dx, AttentionCache<T>& c, con
   linear_backward<T>(c.dmerged, params.view2(prefix_ + "out_proj.weight", Slot::Grads),
                      params.view1(prefix_ + "out_proj.bias", Slot::Grads), dy, c.merged,
                      params.view2(prefix_ + "out_proj.weight"));
+  if (opt_.kind == "factored" && c.key_mask.extent(0) == 0) {
+    factored_rows_backward<T>(c.dproj, params.view2(prefix_ + "alpha", Slot::Grads), rows_buffers(c, h, c.len, &ws),
+                              c.dmerged, batch, c.len, s);
+    linear_backward<T>(dx, params.view2(prefix_ + "v_proj.weight", Slot::Grads),
+                       params.view1(prefix_ + "v_proj.bias", Slot::Grads), c.dproj, x,
+                       params.view2(prefix_ + "v_proj.weight"));
+    return;
+  }
   split_heads<T>(c.dout, c.dmerged, 0, batch, h);
   if (opt_.kind == "factored") {
     factored_backward<T>(c.dv, params.view2(prefix_ + "alpha", Slot::Grads), c3(c.dout), c3(c.v), c3(c.p), s, ws);
@@ -191,12 +239,12 @@ void MultiHeadAttention<T>::backward(const Mat<T>& dx, AttentionCache<T>& c, con
     galerkin_backward<T>(c.dq, c.dkn, c.dvn, c3(c.dout), c3(c.q), c3(c.kn), c3(c.vn), c3(c.kv), ws);
     Kokkos::deep_copy(c.dk, T(0));
     Kokkos::deep_copy(c.dv, T(0));
-    layernorm_backward<T>(rows_of(c.dk), params.view1(prefix_ + "k_norm.weight", Slot::Grads),
-                          params.view1(prefix_ + "k_norm.bias", Slot::Grads), rows_of(c.dkn), rows_of(c.k),
-                          params.view1(prefix_ + "k_norm.weight"), c.k_mean, c.k_rstd);
-    layernorm_backward<T>(rows_of(c.dv), params.view1(prefix_ + "v_norm.weight", Slot::Grads),
-                          params.view1(prefix_ + "v_norm.bias", Slot::Grads), rows_of(c.dvn), rows_of(c.v),
-                          params.view1(prefix_ + "v_norm.weight"), c.v_mean, c.v_rstd);
+    head_layernorm_backward<T>(c.dk, params.view2(prefix_ + "k_norm.weight", Slot::Grads),
+                               params.view2(prefix_ + "k_norm.bias", Slot::Grads), c.dkn, c.k,
+                               params.view2(prefix_ + "k_norm.weight"), c.k_mean, c.k_rstd, h);
+    head_layernorm_backward<T>(c.dv, params.view2(prefix_ + "v_norm.weight", Slot::Grads),
+                               params.view2(prefix_ + "v_norm.bias", Slot::Grads), c.dvn, c.v,
+                               params.view2(prefix_ + "v_norm.weight"), c.v_mean, c.v_rstd, h);
   } else {
     const Mat<T> dbias = opt_.relative_bias ? Mat<T>(params.view2(prefix_ + "rel_bias", Slot::Grads)) : Mat<T>();
     sdpa_backward<T>(c.dq, c.dk, c.dv, dbias, c3(c.dout), c3(c.q), c3(c.k), c3(c.v), c3(c.o),
@@ -220,7 +268,15 @@ std::vector<T> MultiHeadAttention<T>::weights(const AttentionCache<T>& c, const 
   require(opt_.kind != "galerkin", "attention weights: galerkin attention has no attention matrix to export");
   const long bh = sample * opt_.n_heads + head, n = c.len;
   View1<T> row("attnphys::attention_row", n);
-  if (c.p.extent(0) != 0) {
+  if (opt_.kind == "factored" && c.key_mask.extent(0) == 0) {
+    // Position-only weights: alpha_h(query - j) where the (sample-independent) mask allows the pair.
+    const auto alpha = to_host(params.view2(prefix_ + "alpha"));
+    const AttentionMask mask = spec(c, params).mask;
+    std::vector<T> out(n, T(0));
+    for (long j = 0; j < n; ++j)
+      if (mask.allowed(0, query, j, n)) out[j] = alpha(head, relative_index(query, j, n, opt_.max_len, mask.periodic));
+    return out;
+  } else if (c.p.extent(0) != 0) {
     Kokkos::deep_copy(row, Kokkos::subview(c.p, bh, query, Kokkos::ALL));
   } else {
     sdpa_row<T>(row, c3(c.q), c3(c.k), c.lse, spec(c, params), bh, query);

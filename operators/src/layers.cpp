@@ -16,8 +16,9 @@ void linear_forward(const Mat<T>& y, const ConstMat<T>& x, const ConstMat<T>& w,
   }
   // Broadcast the bias first and let the gemm add onto it (beta = 1): one pass fewer over y.
   Kokkos::parallel_for(
-      "attnphys::linear_forward", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {m, n}),
-      KOKKOS_LAMBDA(long i, long j) { y(i, j) = b(j); });
+      "attnphys::linear_forward", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(long i) {
+        for (long j = 0; j < n; ++j) y(i, j) = b(j);
+      });
   gemm('N', 'T', T(1), x, w, T(1), y);
 }
 

@@ -13,6 +13,8 @@ operators S = σ/2. Spins are ±1 arrays of shape [B, N]; σ_i = +1 is spin up (
     # The relative-position transformer (factored attention, patches, complex log-cosh readout):
     psi = spin.Transformer(m.n, periodic=True, options={"transformer.marshall_sign": True})
     vmc = spin.Vmc(m, psi, {"vmc.lr": 0.05})
+    # A matrix product state of bond dimension chi as the VMC ansatz (real tensors; Marshall sign for Heisenberg):
+    psi = spin.Mps(m.n, chi=8, periodic=True, marshall_sign=True)
     # Or the whole `attnphys vmc` job, with the same defaults and results as the CLI:
     spin.run_vmc({"model.model": "heisenberg", "model.n": 20, "model.bc": "periodic"})
 """
@@ -21,6 +23,7 @@ import numpy as _np
 from ._core.spin import (  # noqa: F401
     Ansatz,
     ChainModel,
+    Mps,
     Rbm,
     Transformer,
     Vmc,

@@ -1,8 +1,10 @@
 // attnphys.spin: spin chains from Python — the chain model, exact diagonalisation and reference energies,
 // connected configurations and local energies, the RBM baseline ansatz and the VMC driver (float64).
 #include "attnphys/solvers/ed/exact.hpp"
+#include "attnphys/solvers/mps/mps.hpp"
 #include "attnphys/solvers/vmc/driver.hpp"
 #include "attnphys/solvers/vmc/local_energy.hpp"
+#include "attnphys/solvers/vmc/mps_ansatz.hpp"
 #include "attnphys/solvers/vmc/rbm.hpp"
 #include "attnphys/solvers/vmc/run.hpp"
 #include "attnphys/solvers/vmc/transformer.hpp"
@@ -16,6 +18,7 @@ using spin::ChainModel;
 
 struct PyRbm : PyAnsatz {};
 struct PyTransformer : PyAnsatz {};
+struct PyMps : PyAnsatz {};
 
 struct PyVmc {
   std::shared_ptr<spin::SpinHamiltonian> H;
@@ -108,7 +111,7 @@ void bind_spin(py::module_& m) {
   }, py::arg("model"), py::arg("sigma"),
      "connected configurations [B, max_conn, N] and matrix elements [B, max_conn] (slot 0: the diagonal)");
 
-  py::class_<PyAnsatz>(sp, "Ansatz", "a variational wavefunction log ψ(σ) (base class of Rbm, Transformer)")
+  py::class_<PyAnsatz>(sp, "Ansatz", "a variational wavefunction log ψ(σ) (base class of Rbm, Transformer, Mps)")
       .def_property_readonly("n_parameters", [](const PyAnsatz& p) { return p.model->n_parameters(); })
       .def_property_readonly("n_sites", [](const PyAnsatz& p) { return p.model->n_sites(); })
       .def("parameter_blocks", [](const PyAnsatz& p) {
@@ -177,6 +180,27 @@ void bind_spin(py::module_& m) {
            }),
            py::arg("n"), py::arg("alpha") = 1.0, py::arg("complex") = true, py::arg("visible_bias") = true,
            py::arg("init_std") = 0.01, py::arg("seed") = 1);
+
+  py::class_<PyMps, PyAnsatz>(sp, "Mps",
+                              "matrix product state ansatz psi(s) = Tr A_0^s0 ... A_{N-1}^s(N-1) with real tensors "
+                              "(open ends of bond dimension 1 unless periodic)")
+      .def(py::init([](int n, long chi, bool periodic, bool marshall_sign, double init_std, long seed) {
+             auto p = std::make_unique<PyMps>();
+             p->model = std::make_unique<vmc::MpsAnsatz<double>>(
+                 n, vmc::MpsAnsatzOptions{chi, periodic, marshall_sign, init_std, seed});
+             return p;
+           }),
+           py::arg("n"), py::arg("chi") = 4, py::arg("periodic") = false, py::arg("marshall_sign") = false,
+           py::arg("init_std") = 0.05, py::arg("seed") = 1)
+      .def_static("from_file", [](const std::string& path, bool marshall_sign) {
+             auto p = std::make_unique<PyMps>();
+             p->model = vmc::MpsAnsatz<double>::from_mps(mps::load_mps(path), marshall_sign);
+             return p;
+           }, py::arg("path"), py::arg("marshall_sign") = false,
+           "the ansatz holding the amplitudes of an MPS saved by DMRG (attnphys dmrg --save, mps.dmrg(save=...))")
+      .def_property_readonly("bond_dimensions", [](const PyMps& p) {
+        return static_cast<const vmc::MpsAnsatz<double>&>(*p.model).bond_dimensions();
+      }, "D_0 .. D_N (D_0 = D_N = 1 for open chains)");
 
   py::class_<PyTransformer, PyAnsatz>(sp, "Transformer",
                                       "relative-position (factored-attention) transformer wavefunction; options as "

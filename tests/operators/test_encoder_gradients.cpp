@@ -39,7 +39,11 @@ std::vector<Case> cases() {
   o = small_options("factored");
   o.periodic = true;
   o.causal = true;
-  c.push_back({"factored_periodic_causal", o, true});
+  c.push_back({"factored_periodic_causal", o, true});  // key mask: the per-sample weight path
+  c.push_back({"factored_periodic_causal_rows", o});   // no key mask: the token-major path
+  o = small_options("factored");
+  o.window = 1;
+  c.push_back({"factored_window_open_rows", o});
   o = small_options("dense");
   o.positional = "sinusoidal";
   c.push_back({"sinusoidal", o});

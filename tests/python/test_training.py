@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import attnphys
+import attnphys.heat
 import attnphys.training
 
 TINY = [
@@ -54,3 +55,40 @@ def test_bad_configuration_is_a_python_error(tmp_path):
         attnphys.training.train_heat("", ["data.n_train=0"])
     with pytest.raises(attnphys.Error, match="does not exist|not an HDF5"):
         attnphys.training.evaluate_heat(str(tmp_path / "missing.h5"))
+
+
+def test_train_from_a_dataset_file(tmp_path):
+    """data.file: the pairs come from a file of `attnphys heat dataset` (here written through attnphys.heat)."""
+    path = tmp_path / "heat_1d.h5"
+    # 48 samples = n_train + n_val + n_test of TINY; 25 explicit stability limits per horizon, as generated runs use.
+    attnphys.heat.write_dataset(path, [16], 1.0 / 16, samples=48, nt=2, delta_t=25.0 / (16 * 16 * 2), seed=2,
+                                length_scale=0.15)
+    r = attnphys.training.train_heat("", TINY + [f"data.file={path}", f"train.out_dir={tmp_path / 'run'}"])
+    assert np.isfinite(r["test_rel_l2"])
+    assert len(r["rollout_rel_l2"]) == 2
+    # The pairs are the file's: the generator's seed changes nothing but the generated transfer fields...
+    r7 = attnphys.training.train_heat("", TINY + [f"data.file={path}", "data.seed=7",
+                                                  f"train.out_dir={tmp_path / 'run7'}"])
+    for key in ["test_rel_l2", "final_train_loss", "best_val_rel_l2", "rollout10_rel_l2"]:
+        assert r7[key] == r[key], key
+    # ...while pairs generated from that seed give another run.
+    g = attnphys.training.train_heat("", TINY + ["data.seed=7", f"train.out_dir={tmp_path / 'gen'}"])
+    assert g["final_train_loss"] != r["final_train_loss"]
+    # Grid and file problems are Python errors that say what to change.
+    with pytest.raises(attnphys.Error, match="set data.n = 16"):
+        attnphys.training.train_heat("", TINY + [f"data.file={path}", "data.n=32", f"train.out_dir={tmp_path / 'x'}"])
+    with pytest.raises(attnphys.Error, match="does not exist"):
+        attnphys.training.train_heat("", TINY + [f"data.file={tmp_path / 'missing.h5'}",
+                                                 f"train.out_dir={tmp_path / 'y'}"])
+    with pytest.raises(attnphys.Error, match="holds 48 samples"):
+        attnphys.training.train_heat("", TINY + [f"data.file={path}", "data.n_train=64",
+                                                 f"train.out_dir={tmp_path / 'z'}"])
+
+
+def test_two_horizons_with_the_horizon_input(tmp_path):
+    r = attnphys.training.train_heat("", TINY + ["data.horizons=[1, 2]", "model.dt_input=true",
+                                                "train.steps=40", f"train.out_dir={tmp_path / 'h'}"])
+    assert len(r["test_rel_l2_by_horizon"]) == 2
+    assert r["test_rel_l2_by_horizon"][0] == pytest.approx(r["test_rel_l2"], rel=1e-9)
+    with pytest.raises(attnphys.Error, match="model.dt_input"):
+        attnphys.training.train_heat("", TINY + ["data.horizons=[1, 2]", f"train.out_dir={tmp_path / 'b'}"])

@@ -1,5 +1,6 @@
 #include "attnphys/solvers/training/heat_data.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "attnphys/physics/heat/initial_conditions.hpp"
@@ -21,6 +22,10 @@ void HeatDataOptions::declare(OptionSet& set, const std::string& s) {
   set.add(s + ".n_test", &n_test, "test samples", Range::at_least(1));
   set.add(s + ".seed", &seed, "seed of the random initial fields");
   set.add(s + ".reference_substeps", &reference_substeps, "reference solver steps per horizon", Range::at_least(1));
+  set.add(s + ".horizons", &horizons, "multiples of the base horizon to train on (must contain 1)",
+          Range::positive());
+  set.add(s + ".file", &file, "HDF5 dataset of `attnphys heat dataset` to train from (empty: generate pairs)");
+  set.add(s + ".file_stride", &file_stride, "snapshots of data.file per base horizon", Range::at_least(1));
 }
 
 void HeatDataOptions::validate() const {
@@ -32,6 +37,23 @@ void HeatDataOptions::validate() const {
   require(horizon_ftcs_steps > 0, "data.horizon_ftcs_steps must be positive");
   require(n_train > 0 && n_val > 0 && n_test > 0, "data.n_train, n_val and n_test must all be positive");
   heat::parse_bc_type(bc);
+  require(!horizons.empty(), "data.horizons must list at least one multiple of the base horizon");
+  bool has_one = false;
+  for (double m : horizons) {
+    require(m > 0 && std::isfinite(m), "data.horizons must hold positive multiples of the base horizon, got ", m);
+    has_one = has_one || m == 1.0;
+  }
+  require(has_one, "data.horizons must contain 1 (the base horizon that the test metrics, the rollout and the ",
+          "solver comparison use)");
+  require(file_stride >= 1, "data.file_stride must be at least 1, got ", file_stride);
+}
+
+long HeatDataOptions::pairs_per_sample() const {
+  if (file.empty()) return long(horizons.size());
+  require(file_nt >= 2, "data.file '", file, "' has not been inspected (call resolve_heat_data)");
+  long p = 0;
+  for (double m : horizons) p += std::max(0L, file_nt - file_stride * std::lround(m));
+  return p;
 }
 
 double HeatDataOptions::horizon() const {
@@ -77,18 +99,51 @@ void advance_reference(const HeatDataOptions& o, const View2<double>& fields, lo
   stepper.advance(u, 0.0, t1, o.horizon() / double(substeps));
 }
 
-HeatPairs make_heat_pairs(const HeatDataOptions& o, long first, long count, long np) {
+HeatPairs generate_heat_pairs(const HeatDataOptions& o, long first, long count, long np) {
   HeatPairs p;
-  p.count = count;
+  const long H = long(o.horizons.size());
+  p.count = count * H;
   p.n = np;
   p.dim = o.dim;
   p.points = o.dim == 1 ? np : np * np;
-  p.inputs = make_initial_fields(o, first, count, np);
-  p.targets = View2<double>("attnphys::targets", count, p.points);
-  Kokkos::deep_copy(p.targets, p.inputs);
-  advance_reference(o, p.targets, np, 1.0, o.reference_substeps);
   p.coords = grid_coordinates(o, np);
+  p.tau = View1<double>("attnphys::pair_horizon", p.count);
+  if (H == 1) {  // one pair per sample: targets advanced in place
+    p.inputs = make_initial_fields(o, first, count, np);
+    p.targets = View2<double>("attnphys::targets", count, p.points);
+    Kokkos::deep_copy(p.targets, p.inputs);
+    advance_reference(o, p.targets, np, o.horizons[0], o.reference_substeps);
+    Kokkos::deep_copy(p.tau, o.horizons[0]);
+    return p;
+  }
+  // Rows s·H + j: sample first + s advanced by horizons[j].
+  const View2<double> u0 = make_initial_fields(o, first, count, np);
+  p.inputs = View2<double>("attnphys::inputs", p.count, p.points);
+  p.targets = View2<double>("attnphys::targets", p.count, p.points);
+  View2<double> tmp("attnphys::targets_one_horizon", count, p.points);
+  const long P = p.points;
+  const auto in = p.inputs, tg = p.targets;
+  const auto tau = p.tau;
+  for (long j = 0; j < H; ++j) {
+    Kokkos::deep_copy(tmp, u0);
+    advance_reference(o, tmp, np, o.horizons[j], o.reference_substeps);
+    const double m = o.horizons[j];
+    Kokkos::parallel_for(
+        "attnphys::scatter_horizon", Kokkos::RangePolicy<ExecSpace>(0, count * P), KOKKOS_LAMBDA(long i) {
+          const long s = i / P, q = i % P, r = s * H + j;
+          in(r, q) = u0(s, q);
+          tg(r, q) = tmp(s, q);
+          if (q == 0) tau(r) = m;
+        });
+  }
   return p;
+}
+
+HeatPairs make_heat_pairs(const HeatDataOptions& o, long first, long count, long np) {
+  if (o.file.empty()) return generate_heat_pairs(o, first, count, np);
+  require(np == o.n, "data.file '", o.file, "' holds fields on its own ", o.n, "-point grid; pairs on a ", np,
+          "-point grid are generated (generate_heat_pairs)");
+  return read_heat_pairs(o, first, count);
 }
 
 }  // namespace attnphys::training

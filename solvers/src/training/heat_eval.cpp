@@ -34,7 +34,8 @@ double mean_rel_l2(const View2<double>& pred, const View2<double>& ref) {
   return c ? s / c : 0.0;
 }
 
-View2<double> HeatEvaluator::predict(const View2<double>& inputs, long np, SurrogateCache<float>& cache) {
+View2<double> HeatEvaluator::predict(const View2<double>& inputs, long np, SurrogateCache<float>& cache,
+                                     double tau) {
   const long count = inputs.extent(0), P = inputs.extent(1);
   const auto coords_d = grid_coordinates(cfg_.data, np);
   View2<float> coords("attnphys::coords_f", P, cfg_.data.dim);
@@ -45,6 +46,8 @@ View2<double> HeatEvaluator::predict(const View2<double>& inputs, long np, Surro
   View2<double> out("attnphys::prediction", count, P);
   const long chunk = std::max(1L, std::min<long>(count, 32));
   View1<float> in("attnphys::eval_in", chunk * P), pr("attnphys::eval_pred", chunk * P);
+  View1<float> taus("attnphys::eval_tau", chunk);
+  Kokkos::deep_copy(taus, float(tau));
   const double mu = mu_, inv = 1.0 / sigma_, sd = sigma_;
   for (long s0 = 0; s0 < count; s0 += chunk) {
     const long c = std::min(chunk, count - s0);
@@ -52,7 +55,8 @@ View2<double> HeatEvaluator::predict(const View2<double>& inputs, long np, Surro
         "attnphys::eval_normalise", Kokkos::RangePolicy<ExecSpace>(0, c * P),
         KOKKOS_LAMBDA(long i) { in(i) = float((inputs(s0 + i / P, i % P) - mu) * inv); });
     auto pv = Kokkos::subview(pr, std::make_pair(0L, c * P));
-    model_.forward(pv, cache, Kokkos::subview(in, std::make_pair(0L, c * P)), {}, coords, c, P, params_);
+    model_.forward(pv, cache, Kokkos::subview(in, std::make_pair(0L, c * P)), {}, coords, c, P, params_,
+                   Kokkos::subview(taus, std::make_pair(0L, c)));
     Kokkos::parallel_for(
         "attnphys::eval_denormalise", Kokkos::RangePolicy<ExecSpace>(0, c * P),
         KOKKOS_LAMBDA(long i) { out(s0 + i / P, i % P) = double(pr(i)) * sd + mu; });
@@ -66,8 +70,12 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
   const auto& E = cfg_.eval;
   SurrogateCache<float> cache;
 
-  // Test metrics at the training resolution.
-  HeatPairs test = make_heat_pairs(D, D.n_train + D.n_val, D.n_test, D.n);
+  // Test metrics at the training resolution, over one base horizon (every test pair of that horizon: several per
+  // sample when a file holds more snapshots than one pair needs).
+  HeatDataOptions Db = D;
+  Db.horizons = {1.0};
+  HeatPairs test = make_heat_pairs(Db, D.n_train + D.n_val, D.n_test, D.n);
+  const long n_test_rows = test.count, per_sample = Db.pairs_per_sample();
   const auto t_pred = std::chrono::steady_clock::now();
   View2<double> pred = predict(test.inputs, D.n, cache);
   Kokkos::fence();
@@ -75,16 +83,33 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
   auto hp = to_host(pred), hr = to_host(test.targets), hi = to_host(test.inputs);
   const int ny = D.dim == 1 ? 1 : int(D.n), nx = int(D.n);
   std::vector<FieldMetrics> per;
-  for (long s = 0; s < D.n_test; ++s)
+  for (long s = 0; s < n_test_rows; ++s)
     per.push_back(field_metrics(&hp(s, 0), &hr(s, 0), ny, nx));
   res.test = mean_metrics(per);
+  // Every trained horizon, when there are several.
+  res.test_rel_l2_by_horizon.clear();
+  if (D.horizons.size() > 1)
+    for (double m : D.horizons) {
+      HeatDataOptions Dm = D;
+      Dm.horizons = {m};
+      HeatPairs tm = make_heat_pairs(Dm, D.n_train + D.n_val, D.n_test, D.n);
+      res.test_rel_l2_by_horizon.push_back(mean_rel_l2(predict(tm.inputs, D.n, cache, m), tm.targets));
+    }
 
-  // Autoregressive rollout from the first test initial conditions.
+  // Autoregressive rollout from the first test samples' first inputs, against the reference solver.
   const long nr = std::min(E.rollout_samples, D.n_test);
   res.rollout.clear();
   if (E.rollout_steps > 0) {
     View2<double> ref("attnphys::rollout_ref", nr, test.points), cur("attnphys::rollout_cur", nr, test.points);
-    Kokkos::deep_copy(ref, Kokkos::subview(test.inputs, std::make_pair(0L, nr), Kokkos::ALL));
+    if (per_sample == 1) {
+      Kokkos::deep_copy(ref, Kokkos::subview(test.inputs, std::make_pair(0L, nr), Kokkos::ALL));
+    } else {
+      const auto ti = test.inputs;
+      const long P = test.points;
+      Kokkos::parallel_for(
+          "attnphys::rollout_start", Kokkos::RangePolicy<ExecSpace>(0, nr * P),
+          KOKKOS_LAMBDA(long i) { ref(i / P, i % P) = ti((i / P) * per_sample, i % P); });
+    }
     Kokkos::deep_copy(cur, ref);
     for (long k = 1; k <= E.rollout_steps; ++k) {
       advance_reference(D, ref, D.n, 1.0, D.reference_substeps);
@@ -96,7 +121,7 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
   // Resolution transfer: the same physical fields on a finer grid.
   if (E.transfer_n > 0) {
     const long ns = std::min(E.transfer_samples, D.n_test);
-    HeatPairs fine = make_heat_pairs(D, D.n_train + D.n_val, ns, E.transfer_n);
+    HeatPairs fine = generate_heat_pairs(Db, D.n_train + D.n_val, ns, E.transfer_n);
     View2<double> fp = predict(fine.inputs, E.transfer_n, cache);
     auto fph = to_host(fp), frh = to_host(fine.targets);
     std::vector<FieldMetrics> fm;
@@ -108,12 +133,12 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
   // Speed against the solver at equal accuracy: the fewest ADI/CN steps over one horizon whose error against the
   // reference is no larger than the surrogate's, timed on the same batch of test samples.
   if (E.speed) {
-    res.surrogate_ms_per_sample = 1e3 * pred_seconds / double(D.n_test);
+    res.surrogate_ms_per_sample = 1e3 * pred_seconds / double(n_test_rows);
     const double target = res.test.rel_l2;
     long steps = 1;
     double err = 0, secs = 0;
     for (; steps <= 4096; steps *= 2) {
-      View2<double> u("attnphys::solver_u", D.n_test, test.points);
+      View2<double> u("attnphys::solver_u", n_test_rows, test.points);
       Kokkos::deep_copy(u, test.inputs);
       Kokkos::fence();
       const auto t0 = std::chrono::steady_clock::now();
@@ -125,7 +150,7 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
     }
     res.solver_steps_equal_accuracy = steps;
     res.solver_rel_l2_equal_accuracy = err;
-    res.solver_ms_per_sample = 1e3 * secs / double(D.n_test);
+    res.solver_ms_per_sample = 1e3 * secs / double(n_test_rows);
     res.speedup_vs_solver = res.solver_ms_per_sample / std::max(1e-12, res.surrogate_ms_per_sample);
   }
 
@@ -174,7 +199,7 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
   namespace fs = std::filesystem;
   {
     h5::Writer w((fs::path(out_dir) / "eval.h5").string(), "heat_eval", 1);
-    const long ns = std::min<long>(4, D.n_test);
+    const long ns = std::min<long>(4, n_test_rows);
     const std::uint64_t sny = std::uint64_t(ny), snx = std::uint64_t(nx), sns = std::uint64_t(ns);
     w.write<double>("/fields/input", &hi(0, 0), {sns, sny, snx});
     w.write<double>("/fields/prediction", &hp(0, 0), {sns, sny, snx});
@@ -213,6 +238,7 @@ Json HeatRunResult::to_json() const {
   j.set("rollout20_rel_l2", rollout.size() >= 20 ? Json(rollout[19]) : Json());
   j.set("rollout_rel_l2", rollout);
   j.set("transfer_rel_l2", transfer.rel_l2);
+  j.set("test_rel_l2_by_horizon", test_rel_l2_by_horizon);
   j.set("train_seconds", train_seconds).set("steps", steps_done).set("stopped_early", stopped_early);
   j.set("final_train_loss", final_train_loss).set("best_val_rel_l2", best_val_rel_l2);
   j.set("n_parameters", n_parameters);
@@ -243,6 +269,8 @@ std::string HeatRunResult::table() const {
   row("fRMSE low (k < 4)", test.frmse_low);
   row("fRMSE mid (4 <= k < 12)", test.frmse_mid);
   row("fRMSE high (k >= 12)", test.frmse_high);
+  for (std::size_t i = 0; i < test_rel_l2_by_horizon.size(); ++i)
+    row(("relative L2, data.horizons[" + std::to_string(i) + "]").c_str(), test_rel_l2_by_horizon[i]);
   if (rollout.size() >= 10) row("rollout relative L2 after 10 steps", rollout[9]);
   if (rollout.size() >= 20) row("rollout relative L2 after 20 steps", rollout[19]);
   if (transfer.rel_l2 > 0) row("relative L2 on the transfer grid", transfer.rel_l2);

@@ -22,8 +22,9 @@ class HeatEvaluator {
   }
   // The group whose rank 0 writes the files (default: Comm::world()).
   void set_comm(const Comm& comm) { comm_ = comm; }
-  // Surrogate prediction of fields [count, points] on an n-per-axis grid (denormalised, double).
-  View2<double> predict(const View2<double>& inputs, long n_points, SurrogateCache<float>& cache);
+  // Surrogate prediction of fields [count, points] on an n-per-axis grid (denormalised, double), tau base horizons
+  // ahead (a model without model.dt_input always predicts one).
+  View2<double> predict(const View2<double>& inputs, long n_points, SurrogateCache<float>& cache, double tau = 1.0);
 
  private:
   const HeatRunConfig& cfg_;

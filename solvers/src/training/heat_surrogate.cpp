@@ -31,6 +31,7 @@ void SurrogateOptions::declare(OptionSet& set) {
           Range::at_least(1));
   set.add("model.coord_sigma", &encoder.coord_sigma, "frequency scale of the Fourier features", Range::positive());
   set.add("model.input_kappa", &input_kappa, "feed κ(x) as a second input channel");
+  set.add("model.dt_input", &dt_input, "feed the horizon Δt/Δt_base (train with several data.horizons)");
   set.add("model.final_norm", &encoder.final_norm, "LayerNorm before the readout");
 }
 
@@ -48,7 +49,7 @@ void SurrogateOptions::validate() const {
 }
 
 long SurrogateOptions::num_features(int dim) const {
-  return 1 + (input_kappa ? 1 : 0) + (coords == "harmonics" ? 2 * harmonics * dim : 0);
+  return 1 + (input_kappa ? 1 : 0) + (dt_input ? 1 : 0) + (coords == "harmonics" ? 2 * harmonics * dim : 0);
 }
 
 template <class T>
@@ -82,6 +83,11 @@ void HeatSurrogate<T>::declare(ParameterBuffer<T>& buf) {
       }
       buf.add(lp(l) + "b0", {1}, false);
       kernel_plan_.push_back({lp(l) + "b0", ops::InitSpec::Kind::Constant, 1.0});
+      if (opt_.dt_input)  // the horizon's slopes of a, b0, c: zero, so the model starts horizon-independent
+        for (const char* b : {"a_dt", "b0_dt", "c_dt"}) {
+          buf.add(lp(l) + b, {std::string(b) == "a_dt" ? H : 1}, false);
+          kernel_plan_.push_back({lp(l) + b, ops::InitSpec::Kind::Constant, 0.0});
+        }
     }
     return;
   }
@@ -130,22 +136,27 @@ void grow(View2<T>& v, long a, long b, const char* label) {
   if (long(v.extent(0)) != a || long(v.extent(1)) != b)
     v = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), a, b);
 }
+template <class T>
+void grow1(View1<T>& v, long a, const char* label) {
+  if (long(v.extent(0)) != a) v = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), a);
+}
 }  // namespace detail_surrogate
 
-// Builds the token features [B*N, F]: û, (κ̂), then cos/sin(2π m x_a / L_a) for m = 1..M and each axis a.
+// Builds the token features [B*N, F]: û, (κ̂), (s = τ − 1 of the token's sample), then cos/sin(2π m x_a / L_a) for m = 1..M and each axis a.
 template <class T>
 void surrogate_features(const Mat<T>& f, const ops::ConstVec<T>& u, const ops::ConstVec<T>& kappa,
-                        const ConstMat<T>& coords, long len, long harmonics, bool use_harmonics, double lx,
-                        double ly) {
+                        const ops::ConstVec<T>& shift, const ConstMat<T>& coords, long len, long harmonics,
+                        bool use_harmonics, double lx, double ly) {
   const long tokens = f.extent(0), dim = coords.extent(1);
-  const bool has_kappa = kappa.extent(0) > 0;
-  const long base = has_kappa ? 2 : 1;
+  const bool has_kappa = kappa.extent(0) > 0, has_shift = shift.extent(0) > 0;
+  const long base = 1 + (has_kappa ? 1 : 0) + (has_shift ? 1 : 0);
   const double two_pi = 6.283185307179586;
   Kokkos::parallel_for(
       "attnphys::surrogate_features", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
         const long n = t % len;
         f(t, 0) = u(t);
         if (has_kappa) f(t, 1) = kappa(t);
+        if (has_shift) f(t, has_kappa ? 2 : 1) = shift(t / len);
         if (use_harmonics) {
           for (long a = 0; a < dim; ++a) {
             const double x = double(coords(n, a)) / (a == 0 ? lx : ly);
@@ -169,8 +180,17 @@ void add_increment(const ops::Vec<T>& out, const ops::ConstVec<T>& u, const Cons
 template <class T>
 void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, const ops::ConstVec<T>& u,
                                const ops::ConstVec<T>& kappa, const ConstMat<T>& coords, long batch, long len,
-                               const ParameterBuffer<T>& params) const {
+                               const ParameterBuffer<T>& params, const ops::ConstVec<T>& tau) const {
   ScopedRegion region("attnphys::heat_surrogate_forward");
+  if (opt_.dt_input) {
+    require(long(tau.extent(0)) == batch, "heat surrogate: model.dt_input is on but ", tau.extent(0),
+            " horizons were given for a batch of ", batch);
+    detail_surrogate::grow1(c.shift, batch, "attnphys::surrogate_shift");
+    const auto sh = c.shift;
+    Kokkos::parallel_for(
+        "attnphys::surrogate_shift", Kokkos::RangePolicy<ExecSpace>(0, batch),
+        KOKKOS_LAMBDA(long b) { sh(b) = tau(b) - T(1); });
+  }
   if (opt_.kind == "kernel") {
     kernel_forward(out, c, u, coords, batch, len, params);
     return;
@@ -187,7 +207,8 @@ void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, con
   detail_surrogate::grow(c.features, tokens, nf, "attnphys::surrogate_features");
   detail_surrogate::grow(c.hidden, tokens, d, "attnphys::surrogate_hidden");
   detail_surrogate::grow(c.readout, tokens, 1, "attnphys::surrogate_readout");
-  surrogate_features<T>(c.features, u, opt_.input_kappa ? kappa : ops::ConstVec<T>(), coords, len, opt_.harmonics,
+  surrogate_features<T>(c.features, u, opt_.input_kappa ? kappa : ops::ConstVec<T>(),
+                        opt_.dt_input ? ops::ConstVec<T>(c.shift) : ops::ConstVec<T>(), coords, len, opt_.harmonics,
                         opt_.coords == "harmonics", lengths_[0], dim_ > 1 ? lengths_[1] : 1.0);
   ops::EncoderInputs<T> in;
   if (opt_.coords == "fourier") in.coords = coords;
@@ -280,16 +301,27 @@ void fields_to_columns(const Mat<T>& u_cols, const ops::ConstVec<T>& field, long
       KOKKOS_LAMBDA(long t) { u_cols(t % len, t / len) = field(t); });
 }
 
+// The mixing coefficients of a kernel layer; with the horizon input (shift non-empty), each is affine in the
+// sample's s = τ − 1: b0 + b0_dt·s etc.
+template <class T>
+struct KernelMix {
+  ops::Vec<T> a, b0, c0, a_dt, b0_dt, c0_dt, shift;  // parameters (or their gradients); shift [B] or empty
+  KOKKOS_INLINE_FUNCTION bool has_dt() const { return shift.extent(0) > 0; }
+  KOKKOS_INLINE_FUNCTION T ah(long h, long b) const { return has_dt() ? a(h) + a_dt(h) * shift(b) : a(h); }
+  KOKKOS_INLINE_FUNCTION T bb(long b) const { return has_dt() ? b0(0) + b0_dt(0) * shift(b) : b0(0); }
+  KOKKOS_INLINE_FUNCTION T cc(long b) const { return has_dt() ? c0(0) + c0_dt(0) * shift(b) : c0(0); }
+};
+
 // out[b, n] = b0 * in[b, n] + Σ_h a_h o[h, n, b] + c
 template <class T>
-void combine_heads(const ops::Vec<T>& out, const ops::ConstVec<T>& in, const ConstMat3<T>& o,
-                   const ops::ConstVec<T>& a, const ops::ConstVec<T>& b0, const ops::ConstVec<T>& c0, long len) {
+void combine_heads(const ops::Vec<T>& out, const ops::ConstVec<T>& in, const ConstMat3<T>& o, const KernelMix<T>& mix,
+                   long len) {
   const long heads = o.extent(0);
   Kokkos::parallel_for(
       "attnphys::combine_heads", Kokkos::RangePolicy<ExecSpace>(0, out.extent(0)), KOKKOS_LAMBDA(long t) {
         const long b = t / len, n = t % len;
-        T acc = b0(0) * in(t) + c0(0);
-        for (long h = 0; h < heads; ++h) acc += a(h) * o(h, n, b);
+        T acc = mix.bb(b) * in(t) + mix.cc(b);
+        for (long h = 0; h < heads; ++h) acc += mix.ah(h, b) * o(h, n, b);
         out(t) = acc;
       });
 }
@@ -299,10 +331,6 @@ template <class T>
 void grow3(View3<T>& v, long a, long b, long c, const char* label) {
   if (long(v.extent(0)) != a || long(v.extent(1)) != b || long(v.extent(2)) != c)
     v = View3<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), a, b, c);
-}
-template <class T>
-void grow1(View1<T>& v, long a, const char* label) {
-  if (long(v.extent(0)) != a) v = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), a);
 }
 }  // namespace detail_surrogate
 
@@ -320,6 +348,20 @@ void HeatSurrogate<T>::kernel_forward(const ops::Vec<T>& out, SurrogateCache<T>&
   c.batch = batch;
   c.len = len;
   grow(c.phi, len, F, "attnphys::kernel_phi");
+  // The mixing coefficients of layer l (Slot::Params) or their gradients (Slot::Grads).
+  auto mix = [&](const ParameterBuffer<T>& p, long l, const SurrogateCache<T>& cc, Slot sl) {
+    KernelMix<T> m;
+    m.a = p.view1(lp(l) + "a", sl);
+    m.b0 = p.view1(lp(l) + "b0", sl);
+    m.c0 = p.view1(lp(l) + "c", sl);
+    if (opt_.dt_input) {
+      m.a_dt = p.view1(lp(l) + "a_dt", sl);
+      m.b0_dt = p.view1(lp(l) + "b0_dt", sl);
+      m.c0_dt = p.view1(lp(l) + "c_dt", sl);
+      m.shift = cc.shift;
+    }
+    return m;
+  };
   coordinate_harmonics<T>(c.phi, coords, opt_.harmonics, lengths_[0], dim_ > 1 ? lengths_[1] : 1.0);
   c.qc.resize(L), c.kc.resize(L), c.u.resize(L), c.qh.resize(L), c.kh.resize(L), c.p.resize(L), c.o.resize(L);
   c.field.resize(L + 1);
@@ -345,30 +387,48 @@ void HeatSurrogate<T>::kernel_forward(const ops::Vec<T>& out, SurrogateCache<T>&
     grow3(c.o[l], H, len, batch, "attnphys::kernel_o");
     batched_gemm('N', 'N', T(1), c.p[l], ConstMat3<T>(c.u[l].data(), 1, len, batch), T(0), c.o[l]);
     grow1(c.field[l + 1], tokens, "attnphys::kernel_field");
-    combine_heads<T>(c.field[l + 1], c.field[l], c.o[l], params.view1(pre + "a"), params.view1(pre + "b0"),
-                     params.view1(pre + "c"), len);
+    combine_heads<T>(c.field[l + 1], c.field[l], c.o[l], mix(params, l, c, Slot::Params), len);
   }
   Kokkos::deep_copy(View1<T>(out.data(), tokens), c.field[L]);
 }
 
-// dO[h, n, b] = a_h g[b, n]; and the parameter gradients of a, b0, c.
+// w(i) += sum on the device.
 template <class T>
-void combine_heads_backward(const Mat3<T>& dO, const ops::Vec<T>& da, const ops::Vec<T>& db0, const ops::Vec<T>& dc,
-                            const ops::ConstVec<T>& g, const ops::ConstVec<T>& in, const ConstMat3<T>& o,
-                            const ops::ConstVec<T>& a, long len) {
-  const long heads = o.extent(0), batch = o.extent(2), tokens = g.extent(0);
+void add_at(const ops::Vec<T>& w, long i, double sum) {
+  Kokkos::parallel_for("attnphys::combine_heads_grad_add", Kokkos::RangePolicy<ExecSpace>(0, 1),
+                       KOKKOS_LAMBDA(long) { w(i) += T(sum); });
+}
+
+// dO[h, n, b] = a_h g[b, n]; and the parameter gradients of a, b0, c (and of their horizon slopes: the same sums
+// weighted by s of each sample).
+template <class T>
+void combine_heads_backward(const Mat3<T>& dO, const KernelMix<T>& grad, const ops::ConstVec<T>& g,
+                            const ops::ConstVec<T>& in, const ConstMat3<T>& o, const KernelMix<T>& mix, long len) {
+  const long heads = o.extent(0), tokens = g.extent(0);
   Kokkos::parallel_for(
       "attnphys::combine_heads_backward", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
         const long b = t / len, n = t % len;
-        for (long h = 0; h < heads; ++h) dO(h, n, b) = a(h) * g(t);
+        for (long h = 0; h < heads; ++h) dO(h, n, b) = mix.ah(h, b) * g(t);
       });
+  const bool has_dt = mix.shift.extent(0) > 0;
+  const auto shift = mix.shift;
+  const auto add_to = [](const ops::Vec<T>& w, long i, double sum) { add_at<T>(w, i, sum); };
   for (long h = 0; h < heads; ++h) {
     double s = 0;
     Kokkos::parallel_reduce(
         "attnphys::combine_heads_da", Kokkos::RangePolicy<ExecSpace>(0, tokens),
         KOKKOS_LAMBDA(long t, double& acc) { acc += double(o(h, t % len, t / len)) * double(g(t)); }, s);
-    Kokkos::parallel_for("attnphys::combine_heads_da_add", Kokkos::RangePolicy<ExecSpace>(0, 1),
-                         KOKKOS_LAMBDA(long) { da(h) += T(s); });
+    add_to(grad.a, h, s);
+    if (has_dt) {
+      double sd = 0;
+      Kokkos::parallel_reduce(
+          "attnphys::combine_heads_da_dt", Kokkos::RangePolicy<ExecSpace>(0, tokens),
+          KOKKOS_LAMBDA(long t, double& acc) {
+            acc += double(shift(t / len)) * double(o(h, t % len, t / len)) * double(g(t));
+          },
+          sd);
+      add_to(grad.a_dt, h, sd);
+    }
   }
   double s_b0 = 0, s_c = 0;
   Kokkos::parallel_reduce(
@@ -377,22 +437,33 @@ void combine_heads_backward(const Mat3<T>& dO, const ops::Vec<T>& da, const ops:
   Kokkos::parallel_reduce(
       "attnphys::combine_heads_dc", Kokkos::RangePolicy<ExecSpace>(0, tokens),
       KOKKOS_LAMBDA(long t, double& acc) { acc += double(g(t)); }, s_c);
-  (void)batch;
+  const ops::Vec<T> db0 = grad.b0, dc = grad.c0;
   Kokkos::parallel_for("attnphys::combine_heads_db_add", Kokkos::RangePolicy<ExecSpace>(0, 1), KOKKOS_LAMBDA(long) {
     db0(0) += T(s_b0);
     dc(0) += T(s_c);
   });
+  if (has_dt) {
+    double d_b0 = 0, d_c = 0;
+    Kokkos::parallel_reduce(
+        "attnphys::combine_heads_db0_dt", Kokkos::RangePolicy<ExecSpace>(0, tokens),
+        KOKKOS_LAMBDA(long t, double& acc) { acc += double(shift(t / len)) * double(in(t)) * double(g(t)); }, d_b0);
+    Kokkos::parallel_reduce(
+        "attnphys::combine_heads_dc_dt", Kokkos::RangePolicy<ExecSpace>(0, tokens),
+        KOKKOS_LAMBDA(long t, double& acc) { acc += double(shift(t / len)) * double(g(t)); }, d_c);
+    add_to(grad.b0_dt, 0, d_b0);
+    add_to(grad.c0_dt, 0, d_c);
+  }
 }
 
 // g_prev[b, n] = b0 g[b, n] + Σ_h (P_hᵀ dO_h)[n, b]
 template <class T>
 void field_gradient(const ops::Vec<T>& g_prev, const ops::ConstVec<T>& g, const ConstMat3<T>& pt_do,
-                    const ops::ConstVec<T>& b0, long len) {
+                    const KernelMix<T>& mix, long len) {
   const long heads = pt_do.extent(0);
   Kokkos::parallel_for(
       "attnphys::kernel_field_gradient", Kokkos::RangePolicy<ExecSpace>(0, g.extent(0)), KOKKOS_LAMBDA(long t) {
         const long b = t / len, n = t % len;
-        T acc = b0(0) * g(t);
+        T acc = mix.bb(b) * g(t);
         for (long h = 0; h < heads; ++h) acc += pt_do(h, n, b);
         g_prev(t) = acc;
       });
@@ -406,6 +477,20 @@ void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec
   const long tokens = batch * len;
   require(long(dout.extent(0)) == tokens, "heat surrogate backward: gradient has ", dout.extent(0),
           " values, expected ", tokens);
+  // The mixing coefficients of layer l (Slot::Params) or their gradients (Slot::Grads).
+  auto mix = [&](const ParameterBuffer<T>& p, long l, const SurrogateCache<T>& cc, Slot sl) {
+    KernelMix<T> m;
+    m.a = p.view1(lp(l) + "a", sl);
+    m.b0 = p.view1(lp(l) + "b0", sl);
+    m.c0 = p.view1(lp(l) + "c", sl);
+    if (opt_.dt_input) {
+      m.a_dt = p.view1(lp(l) + "a_dt", sl);
+      m.b0_dt = p.view1(lp(l) + "b0_dt", sl);
+      m.c0_dt = p.view1(lp(l) + "c_dt", sl);
+      m.shift = cc.shift;
+    }
+    return m;
+  };
   const T scale = T(1.0 / std::sqrt(double(dk)));
   View1<T> g("attnphys::kernel_g", tokens), g_prev("attnphys::kernel_gprev", tokens);
   Kokkos::deep_copy(g, View1<const T>(dout.data(), tokens));
@@ -417,9 +502,8 @@ void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec
   grow(c.dkc, len, H * dk, "attnphys::kernel_dkc");
   for (long l = L - 1; l >= 0; --l) {
     const std::string pre = lp(l);
-    combine_heads_backward<T>(c.dout3, params.view1(pre + "a", Slot::Grads), params.view1(pre + "b0", Slot::Grads),
-                              params.view1(pre + "c", Slot::Grads), g, c.field[l], c.o[l], params.view1(pre + "a"),
-                              len);
+    combine_heads_backward<T>(c.dout3, mix(params, l, c, Slot::Grads), g, c.field[l], c.o[l],
+                              mix(params, l, c, Slot::Params), len);
     // dP = dO Uᵀ, then through the softmax to the scores, then to queries and keys.
     batched_gemm('N', 'T', T(1), c.dout3, ConstMat3<T>(c.u[l].data(), 1, len, batch), T(0), c.dp);
     ops::softmax_backward<T>(Mat<T>(ds.data(), H * len, len), ConstMat<T>(c.dp.data(), H * len, len),
@@ -435,7 +519,7 @@ void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec
     if (l > 0) {  // the field entering layer l came out of layer l-1
       View3<T> pt_do("attnphys::kernel_ptdo", H, len, batch);
       batched_gemm('T', 'N', T(1), c.p[l], c.dout3, T(0), pt_do);
-      field_gradient<T>(g_prev, g, pt_do, params.view1(pre + "b0"), len);
+      field_gradient<T>(g_prev, g, pt_do, mix(params, l, c, Slot::Params), len);
       std::swap(g, g_prev);
     }
   }

@@ -77,6 +77,8 @@ void HeatRunConfig::validate() const {
           " but the model has ", model.encoder.n_layers, " layer(s)");
   require(model.encoder.d_model % model.encoder.n_heads == 0, "model.d_model (", model.encoder.d_model,
           ") must be a multiple of model.n_heads (", model.encoder.n_heads, ")");
+  require(data.horizons.size() == 1 || model.dt_input, "data.horizons lists ", data.horizons.size(),
+          " horizons but model.dt_input is off, so the model could not tell them apart: set model.dt_input = true");
 }
 
 void HeatRunConfig::apply_schedule_defaults(const OptionSet& set) {
@@ -106,6 +108,21 @@ void gather(const View1<T>& dst, const View2<T>& src, const View1<long>& idx, lo
   Kokkos::parallel_for(
       "attnphys::gather_batch", Kokkos::RangePolicy<ExecSpace>(0, count * points),
       KOKKOS_LAMBDA(long i) { dst(i) = src(idx(i / points), i % points); });
+}
+
+// Float copy of the pairs' horizons (in base horizons).
+View1<T> to_float(const View1<double>& v) {
+  View1<T> out("attnphys::pair_horizon_f", v.extent(0));
+  Kokkos::parallel_for(
+      "attnphys::horizon_to_float", Kokkos::RangePolicy<ExecSpace>(0, v.extent(0)),
+      KOKKOS_LAMBDA(long i) { out(i) = T(v(i)); });
+  return out;
+}
+
+void gather1(const View1<T>& dst, const View1<T>& src, const View1<long>& idx) {
+  Kokkos::parallel_for(
+      "attnphys::gather_batch_horizon", Kokkos::RangePolicy<ExecSpace>(0, idx.extent(0)),
+      KOKKOS_LAMBDA(long i) { dst(i) = src(idx(i)); });
 }
 
 // Sample indices of optimizer step s: consecutive slices of a per-epoch permutation fixed by the seed, so a
@@ -166,9 +183,11 @@ HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml)
   return run_heat(cfg, config_toml, Comm::world());
 }
 
-HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml, const Comm& comm) {
+HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_toml, const Comm& comm) {
   using namespace detail_train;
-  cfg.validate();
+  cfg_in.validate();
+  HeatRunConfig cfg = cfg_in;
+  cfg.data = resolve_heat_data(cfg_in.data);  // data.file: the file's physics (grid, κ, bc, horizon)
   const auto& D = cfg.data;
   const auto& Tr = cfg.train;
   namespace fs = std::filesystem;
@@ -179,7 +198,7 @@ HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml,
   const auto t_data = std::chrono::steady_clock::now();
   HeatPairs train = make_heat_pairs(D, 0, D.n_train, D.n);
   HeatPairs val = make_heat_pairs(D, D.n_train, D.n_val, D.n);
-  const long P = train.points;
+  const long P = train.points, n_rows = train.count, n_val_rows = val.count;
   Normalizer norm;
   {
     auto h = to_host(train.inputs);
@@ -189,6 +208,7 @@ HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml,
   const double mu = norm.mean(), sigma = norm.stddev();
   View2<T> tr_in = to_normalised(train.inputs, mu, sigma), tr_tg = to_normalised(train.targets, mu, sigma);
   View2<T> va_in = to_normalised(val.inputs, mu, sigma), va_tg = to_normalised(val.targets, mu, sigma);
+  View1<T> tr_tau = to_float(train.tau), va_tau = to_float(val.tau);
   View2<T> coords("attnphys::coords_f", P, D.dim);
   Kokkos::deep_copy(coords, View2<T>(to_normalised(train.coords, 0.0, 1.0)));
   const double data_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_data).count();
@@ -242,6 +262,7 @@ HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml,
   const long b0 = B * comm.rank() / R, b1 = B * (comm.rank() + 1) / R, Bl = b1 - b0, Bm = std::max(Bl, 1L);
   View1<T> xb("attnphys::batch_in", Bm * P), yb("attnphys::batch_target", Bm * P),
       pred("attnphys::batch_pred", Bm * P), dpred("attnphys::batch_dpred", Bm * P);
+  View1<T> tb("attnphys::batch_horizon", Bm);
   View1<long> idx("attnphys::batch_index", Bm);
   auto idx_h = Kokkos::create_mirror_view(idx);
   SurrogateCache<T> cache;
@@ -249,7 +270,7 @@ HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml,
   // Mean relative L2 over the validation set; each rank takes a contiguous share, and rank 0's total is the
   // value every rank acts on (early stopping, best parameters).
   auto validate = [&]() {
-    const long v0 = D.n_val * comm.rank() / R, v1 = D.n_val * (comm.rank() + 1) / R;
+    const long v0 = n_val_rows * comm.rank() / R, v1 = n_val_rows * (comm.rank() + 1) / R;
     const long chunk = std::max(1L, std::min<long>(64, v1 - v0));
     View1<T> vin("v_in", chunk * P), vtg("v_tg", chunk * P), vpred("v_pred", chunk * P), vd("v_d", chunk * P);
     double sum = 0;
@@ -261,12 +282,12 @@ HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml,
       auto dd = Kokkos::subview(vd, std::make_pair(0L, c * P));
       Kokkos::deep_copy(in, View1<T>(Kokkos::subview(va_in, std::make_pair(s0, s0 + c), Kokkos::ALL).data(), c * P));
       Kokkos::deep_copy(tg, View1<T>(Kokkos::subview(va_tg, std::make_pair(s0, s0 + c), Kokkos::ALL).data(), c * P));
-      model.forward(pr, cache, in, {}, coords, c, P, buf);
+      model.forward(pr, cache, in, {}, coords, c, P, buf, Kokkos::subview(va_tau, std::make_pair(s0, s0 + c)));
       sum += relative_loss<T>(dd, pr, tg, c, P, D.n, D.dim, mu, sigma, 0.0) * c;
     }
     sum = comm.allreduce_sum(sum);
     comm.broadcast(&sum, 1, 0);
-    return sum / D.n_val;
+    return sum / n_val_rows;
   };
 
   CsvLogger csv;
@@ -280,7 +301,7 @@ HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml,
   for (; step < Tr.steps; ++step) {
     // This rank's shard; its loss and gradient are divided by B (not Bl), so their sums over ranks are the
     // mean loss and gradient of the whole batch.
-    const auto ids = batch_indices(step, B, D.n_train, Tr.seed);
+    const auto ids = batch_indices(step, B, n_rows, Tr.seed);
     buf.zero_grads();
     loss = 0;
     if (Bl > 0) {
@@ -291,7 +312,9 @@ HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml,
       auto ds = Kokkos::subview(dpred, std::make_pair(0L, Bl * P));
       gather(xs, tr_in, Kokkos::subview(idx, std::make_pair(0L, Bl)), P);
       gather(ys, tr_tg, Kokkos::subview(idx, std::make_pair(0L, Bl)), P);
-      model.forward(ps, cache, xs, {}, coords, Bl, P, buf);
+      auto ts = Kokkos::subview(tb, std::make_pair(0L, Bl));
+      gather1(ts, tr_tau, Kokkos::subview(idx, std::make_pair(0L, Bl)));
+      model.forward(ps, cache, xs, {}, coords, Bl, P, buf, ts);
       loss = relative_loss<T>(ds, ps, ys, Bl, P, D.n, D.dim, mu, sigma, Tr.h1_weight, B);
     }
     if (R > 1) {
@@ -363,6 +386,7 @@ HeatRunResult evaluate_heat_checkpoint(const std::string& checkpoint, const std:
   set.load_string(r.attr_string("/", "config"), checkpoint + " (stored configuration)");
   set.set_all(overrides);
   cfg.validate();
+  cfg.data = resolve_heat_data(cfg.data);
   const std::vector<double> lengths(cfg.data.dim, cfg.data.length);
   HeatSurrogate<T> model(cfg.model, cfg.data.dim, lengths);
   ParameterBuffer<T> buf;

@@ -26,7 +26,7 @@ VmcRunConfig::VmcRunConfig() {
 
 void VmcRunConfig::declare(OptionSet& s) {
   model.declare(s);
-  s.add("ansatz.kind", &ansatz, "variational wavefunction", {"transformer", "rbm", "autoregressive"});
+  s.add("ansatz.kind", &ansatz, "variational wavefunction", {"transformer", "rbm", "autoregressive", "mps"});
   s.add("ansatz.marshall_sign", &marshall_sign,
         "Marshall sign (-1)^(up spins on even sites): auto (antiferromagnetic Sz-conserving chains), on, off",
         {"auto", "on", "off"});
@@ -37,6 +37,7 @@ void VmcRunConfig::declare(OptionSet& s) {
   s.add("rbm.visible_bias", &rbm.visible_bias, "visible biases");
   s.add("rbm.init_std", &rbm.init_std, "initial parameter scale", Range::non_negative());
   s.add("rbm.seed", &rbm_seed, "initialisation seed");
+  mps.declare(s);
   vmc.declare(s);
   s.add("run.final_samples", &final_samples, "samples of the final energy estimate (0: skip)", Range::non_negative());
   s.add("run.reference", &reference, "exact energy: auto (closed form, else ED for n <= 22), ed, none",
@@ -57,8 +58,11 @@ void VmcRunConfig::apply_defaults(const OptionSet& set) {
   if (!set.was_set("vmc.diag_shift_steps")) vmc.diag_shift_steps = std::max(1L, (2 * vmc.n_iter) / 3);
   if (ansatz == "transformer" && !set.was_set("transformer.marshall_sign"))
     transformer.marshall_sign = uses_marshall_sign();
-  require(ansatz == "transformer" || marshall_sign != "on", "ansatz.marshall_sign = on is available for the "
-          "transformer ansatz; the ", ansatz, " ansatz learns its phase itself");
+  if (ansatz == "mps" && !set.was_set("mps.marshall_sign")) mps.marshall_sign = uses_marshall_sign();
+  if (!set.was_set("mps.periodic")) mps.periodic = model.periodic();
+  require(ansatz == "transformer" || ansatz == "mps" || marshall_sign != "on", "ansatz.marshall_sign = on is "
+          "available for the transformer and MPS ansätze; the ", ansatz, " ansatz learns its phase itself");
+  if (ansatz == "mps") mps.validate();
   if (ansatz == "autoregressive") {
     if (!set.was_set("autoregressive.fixed_sz")) autoregressive.fixed_sz = vmc.sampler.fixed_sz;
     if (!set.was_set("autoregressive.two_sz")) autoregressive.two_sz = vmc.sampler.two_sz;
@@ -82,7 +86,8 @@ std::unique_ptr<LogPsiModel<double>> make_ansatz(const VmcRunConfig& cfg) {
   }
   if (cfg.ansatz == "autoregressive")
     return std::make_unique<AutoregressiveTransformer<double>>(cfg.model.n, cfg.autoregressive);
-  fail("unknown ansatz '", cfg.ansatz, "': use transformer, rbm or autoregressive");
+  if (cfg.ansatz == "mps") return std::make_unique<MpsAnsatz<double>>(cfg.model.n, cfg.mps);
+  fail("unknown ansatz '", cfg.ansatz, "': use transformer, rbm, autoregressive or mps");
 }
 
 std::optional<double> reference_energy(const spin::ChainModel& m, const std::string& policy, std::string* source) {

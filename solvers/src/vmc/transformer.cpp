@@ -229,7 +229,8 @@ void TransformerAnsatz<T>::log_psi_gradients(const View2<const T>& sigma, const 
     g_re_ = View2<T>("attnphys::vit_g_re", rows, d);
     g_im_ = View2<T>("attnphys::vit_g_im", rows, d);
   }
-  const auto tr = theta_re_, ti = theta_im_, z = z_, gr = g_re_, gi = g_im_, wr = w_re_, wi = w_im_;
+  const auto tr = theta_re_, ti = theta_im_, z = z_, gr = g_re_, gi = g_im_;  // View2
+  const auto wr = w_re_, wi = w_im_;  // View1 (one `auto` must deduce one type; nvcc enforces it)
   const auto Wr = params_.view2("out.W_re"), Wi = params_.view2("out.W_im");
   const long o_wr = params_.block("out.W_re").offset, o_wi = params_.block("out.W_im").offset;
   const long o_cr = params_.block("out.c_re").offset, o_ci = params_.block("out.c_im").offset;

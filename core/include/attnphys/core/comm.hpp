@@ -29,6 +29,10 @@ class Comm {
   void broadcast(double* data, long n, int root = 0) const;
   void broadcast(float* data, long n, int root = 0) const;
   void barrier() const;
+  // Point-to-point transfer of a contiguous host buffer (blocking; tags match a send to its receive). Only
+  // meaningful with more than one rank: on a one-rank group there is no peer and both fail.
+  void send(const float* data, long n, int dest, int tag = 0) const;
+  void recv(float* data, long n, int source, int tag = 0) const;
 
  private:
   int rank_ = 0;

@@ -55,7 +55,7 @@ class Writer {
   }
   template <class T>
   void write(const std::string& name, const std::vector<T>& data) {
-    write_raw(name, dtype_of<T>(), data.data(), {data.size()});
+    write_raw(name, dtype_of<T>(), data.data(), Shape{data.size()});  // Shape{}: nvcc drops a bare {} here
   }
   // A chunked dataset filled in slabs along its first dimension (streaming larger-than-memory data).
   template <class T>

@@ -8,7 +8,7 @@
 //   out_proj.weight [d, d], out_proj.bias [d]
 //   rel_bias [H, T]                              learned score bias b_h(i - j) (relative_bias = true)
 //   alpha [H, T]                                 factored weights alpha_h(i - j)
-//   k_norm.{weight,bias}, v_norm.{weight,bias} [dh]   Galerkin's layer norms (shared by the heads)
+//   k_norm.{weight,bias}, v_norm.{weight,bias} [H, dh]   Galerkin's layer norms, one per head (Cao 2021)
 // with T = 2*max_len - 1 (open) or max_len (periodic).
 #include <string>
 
@@ -36,7 +36,7 @@ struct AttentionCache {
   long batch = 0, len = 0;
   IntMask key_mask;
   View2<T> proj;                 // [B*N, 3d] (factored: [B*N, d])
-  View3<T> q, k, v, o, p;        // [B*H, N, dh]; p [B*H, N, N] for dense and factored
+  View3<T> q, k, v, o, p;        // [B*H, N, dh]; p [B*H, N, N] for dense, and factored with a key mask
   View2<T> lse;                  // [B*H, N]
   View2<T> merged;               // [B*N, d] heads side by side
   View3<T> kn, vn, kv;           // Galerkin: normalised k, v; kv [B*H, dh, dh]

@@ -1,12 +1,15 @@
 #pragma once
 // The head-level kernels of attention, on per-head tensors [B*H, N, dh] (batch-major, then head).
 //
-// Softmax attention P = softmax(q kᵀ/sqrt(dh) + bias, masked), o = P v comes in two memory modes sharing one code
-// path over tiles of (head slices × query rows); each tile sees all keys, so its softmax is exact and the score
-// tile stays in cache from the score gemm through the softmax to the value gemm:
-//   dense: the probabilities P [B*H, N, N] are saved for the backward (fastest when N² fits);
-//   tiled: only the row log-sum-exp lse [B*H, N] is saved and the backward recomputes each tile's scores
-//          (FlashAttention-2's recipe): memory O(N·d + tile·N) instead of O(N²).
+// Softmax attention P = softmax(q kᵀ/sqrt(dh) + bias, masked), o = P v comes in two memory modes:
+//   dense: tiles of (head slices × query rows) against every key, an exact softmax per tile whose probabilities
+//          P [B*H, N, N] are saved for the backward (fastest when N² fits);
+//   tiled: FlashAttention-2. Blocks of (query rows × keys) with an online softmax (running row maximum m, running
+//          sum l, output accumulator rescaled by exp(m_old - m_new); o = acc / l); only the row log-sum-exp
+//          lse = m + log l [B*H, N] is saved, and the backward recomputes each block's P = exp(s - lse) with
+//          D = rowsum(dO ⊙ O). Scratch: two score blocks (AttentionScratch::tile_budget elements each) and one
+//          [B*H, N] row vector, so memory is O(N·d) with no N² or rows·N term. Blocks that the causal or window
+//          mask empties entirely are skipped.
 // Factored attention uses position-only weights P(i, j) = alpha_h(i - j); Galerkin attention is softmax-free,
 // o = q (k̃ᵀ ṽ)/N with layer-normalised k̃, ṽ.
 // Accumulation rule as in layers.hpp: parameter gradients (rel_bias, alpha) +=, activation gradients =.
@@ -54,14 +57,15 @@ struct ScoreSpec {
 // Grow-only buffers reused across calls and layers (no allocation once shapes repeat).
 template <class T>
 struct AttentionScratch {
-  View1<T> tile;    // scores / probabilities of one tile (tiled mode)
+  View1<T> tile;    // scores / probabilities of one tile or block (tiled mode)
   View1<T> dtile;   // their gradients
-  View1<T> rowdot;  // rowsum(dO ⊙ O) per query
+  View1<T> rowdot;  // rowsum(dO ⊙ O) per query (backward); the online softmax's running sums l (tiled forward)
   T* ensure(View1<T>& v, long n, const char* label);
-  // Elements of one score tile [slices, rows, N]. Small on the host so a tile stays in cache between the score
-  // gemm, the softmax and the value gemm; large on GPUs so each launch has enough work.
+  // Elements of one score tile: [slices, rows, N] in dense mode, a block [slices, rows, keys] in tiled mode (about
+  // sqrt(budget) query rows × sqrt(budget) keys once N exceeds that). Small on the host so a tile stays in cache
+  // between the score gemm, the softmax and the value gemm; large on GPUs so each launch has enough work.
   long tile_budget = Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible ? (1L << 16) : (1L << 24);
-  // Fewest query rows per tile: thinner tiles make the score gemms inefficient and re-read dK, dV per tile.
+  // Fewest query rows (and, in tiled mode, keys) per tile: thinner tiles make the score gemms inefficient.
   long min_tile_rows = 64;
 };
 
@@ -91,6 +95,23 @@ void factored_forward(const Mat3<T>& o, const Mat3<T>& p, const ConstMat3<T>& v,
 template <class T>
 void factored_backward(const Mat3<T>& dv, const Mat<T>& d_alpha, const ConstMat3<T>& dout, const ConstMat3<T>& v,
                        const ConstMat3<T>& p, const ScoreSpec<T>& spec, AttentionScratch<T>& ws);
+
+// Factored attention on token-major rows, for masks that do not depend on the sample (no key mask). With rows
+// [B*N, d] (token b*N + i, head h in columns h*dh .. h*dh + dh - 1) the weights P_h(i, j) = alpha(h, relative_index(i, j))
+// (0 where the mask forbids) are the same for every sample, so each head is ONE product over the whole batch:
+//   forward:  O_h [N, B*dh] = P_h V_h, with V_h the head's columns of every sample side by side (buf.vt, kept);
+//   backward: dV_h = P_hᵀ dO_h (din =), dP_h = dO_h V_hᵀ and d_alpha(h, r) += Σ_{allowed (i, j) at offset r} dP_h(i, j).
+// Buffers: vt, ot, dvt [H, N, B*dh]; p, dp [H, N, N] (the forward's vt and p must survive until the backward).
+template <class T>
+struct FactoredRowsBuffers {
+  Mat3<T> vt, ot, dvt, p, dp;
+};
+template <class T>
+void factored_rows_forward(const Mat<T>& out, const FactoredRowsBuffers<T>& buf, const ConstMat<T>& in,
+                           const ConstMat<T>& alpha, long batch, long n, const ScoreSpec<T>& spec);
+template <class T>
+void factored_rows_backward(const Mat<T>& din, const Mat<T>& d_alpha, const FactoredRowsBuffers<T>& buf,
+                            const ConstMat<T>& dout, long batch, long n, const ScoreSpec<T>& spec);
 
 // Galerkin attention: kv [B*H, dh, dh] = knᵀ vn (saved), o = q kv / N.
 template <class T>

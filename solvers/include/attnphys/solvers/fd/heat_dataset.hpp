@@ -27,6 +27,7 @@
 #include <memory>
 #include <string>
 
+#include "attnphys/core/comm.hpp"
 #include "attnphys/core/options.hpp"
 #include "attnphys/physics/heat/initial_conditions.hpp"
 #include "attnphys/solvers/fd/heat_solver.hpp"
@@ -96,12 +97,19 @@ struct HeatDatasetSummary {
 // Writes `samples` trajectories in the PDEBench layout:
 //   data    float32 [sample, t, x, (y), 1]   (note x before y, as PDEBench; our device arrays are [.., y, x])
 //   grid/x, grid/y  cell coordinates;  grid/t  snapshot times
-//   root attributes: config (the TOML given), layout, dim, bc, kappa, and attnphys' own (kind "heat_dataset").
+//   root attributes: config (the TOML given), layout, dim, bc ("mixed" when the sides differ), kappa (the maximum
+//   when κ varies), variable_kappa and homogeneous (zero boundary data, no source) as 0/1, solver_dt, and
+//   attnphys' own (kind "heat_dataset"). `attnphys train heat` reads such files (data.file, training/heat_data.hpp).
 // Streamed in chunks of options.chunk samples through a temporary file renamed into place at the end: an
 // interruption (exception, kill) leaves no file under the final name. on_chunk(done) runs after each chunk.
+// With a communicator of several ranks (every rank calls this with the same arguments) the chunks are generated
+// round-robin over the ranks (chunk c on rank c mod size) and sent to rank 0, which alone writes the file (serial
+// HDF5) and runs on_chunk and the progress bar; the file equals the one-rank file bit for bit. Memory stays one
+// chunk per rank.
 HeatDatasetSummary write_heat_dataset(const heat::HeatProblem& problem, const heat::InitialConditionOptions& ic,
                                       const HeatSolveOptions& solver, const HeatDatasetOptions& options,
                                       const std::string& config_toml,
-                                      const std::function<void(long done)>& on_chunk = {});
+                                      const std::function<void(long done)>& on_chunk = {},
+                                      const Comm& comm = Comm::self());
 
 }  // namespace attnphys::fd

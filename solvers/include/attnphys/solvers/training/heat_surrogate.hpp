@@ -17,6 +17,12 @@
 //   transformer: the generic pre-LayerNorm encoder (operators/encoder.hpp) over tokens [û, (κ̂), coordinates],
 //          for nonlinear or variable-coefficient problems.
 //
+// Horizon input (model.dt_input): one model for several horizons Δt = τ·Δt_base (data.horizons lists the τ). Each
+// sample carries s = τ − 1 (0 at the base horizon). transformer: s is one more token feature. kernel: the mixing
+// coefficients become affine in s, b0 + b0'·s, a_h + a_h'·s, c + c'·s (the primed ones start at 0), so the model stays
+// linear in the field and P_h stays shared by the batch: the heads' kernels of different widths are mixed
+// differently for different horizons.
+//
 // Coordinate encodings:
 //   harmonics: cos(2π m x/L), sin(2π m x/L), m = 1..M per axis (periodic-aware, exact on the torus);
 //   fourier:   the encoder's random Fourier features of the raw coordinates (any domain, irregular points);
@@ -38,6 +44,7 @@ struct SurrogateOptions {
   std::string coords = "harmonics"; // harmonics | fourier | none
   long harmonics = 4;               // M per axis
   bool input_kappa = false;         // κ(x) as a second input channel (variable-diffusivity data)
+  bool dt_input = false;            // the horizon τ = Δt/Δt_base as an input (see above)
   SurrogateOptions();
   void declare(OptionSet& set);
   void validate() const;
@@ -62,6 +69,7 @@ struct SurrogateCache {
   View3<T> dp, dqh, dkh, dout3;
   View2<T> dqc, dkc, du;
   std::vector<View1<T>> field;  // input field of layer l, [B*N] (field[L] = output)
+  View1<T> shift;               // dt_input: s = τ − 1 per sample [B]
 };
 
 template <class T>
@@ -77,9 +85,11 @@ class HeatSurrogate {
   void init(ParameterBuffer<T>& buf, std::uint64_t seed) const;
 
   // coords [N, dim] physical positions; u [B*N] normalised inputs; kappa [B*N] normalised (or empty);
-  // out [B*N] normalised prediction.
+  // out [B*N] normalised prediction; tau [B]: each sample's horizon in base horizons (needed with dt_input, else
+  // ignored).
   void forward(const ops::Vec<T>& out, SurrogateCache<T>& cache, const ops::ConstVec<T>& u, const ops::ConstVec<T>& kappa,
-               const ConstMat<T>& coords, long batch, long len, const ParameterBuffer<T>& params) const;
+               const ConstMat<T>& coords, long batch, long len, const ParameterBuffer<T>& params,
+               const ops::ConstVec<T>& tau = {}) const;
   // Parameter gradients += from dout [B*N].
   void backward(SurrogateCache<T>& cache, const ops::ConstVec<T>& dout, const ParameterBuffer<T>& params) const;
   // Attention weights (mean over heads) of query `query` in `layer`, for `sample` of the last forward.

@@ -15,6 +15,10 @@
 // would take. Validation is split the same way; evaluation runs on every rank; only rank 0 writes files and prints.
 // Ranks are checked to hold the same parameters at every validation and at the end. Checkpoints hold no rank
 // state, so a run can resume at another rank count.
+// Data: generated on the fly, or read from data.file (an `attnphys heat dataset` file, whose grid, κ, boundary type
+// and horizon then replace the configured ones for training and evaluation alike: see heat_data.hpp). With several
+// data.horizons (and model.dt_input) one model learns every horizon; the headline test metrics, the rollout and the
+// solver comparison use the base horizon, test_rel_l2_by_horizon lists each.
 // Evaluation: PDEBench metrics on the test set, an autoregressive rollout, resolution transfer, inference time
 // against the ADI solver at equal accuracy, and the learned attention map beside the exact heat kernel.
 #include <string>
@@ -76,7 +80,8 @@ struct HeatRunResult {
   double final_train_loss = 0;
   double best_val_rel_l2 = 0;
   long n_parameters = 0;
-  FieldMetrics test;            // mean over test samples, at the training resolution
+  FieldMetrics test;            // mean over test pairs of one base horizon, at the training resolution
+  std::vector<double> test_rel_l2_by_horizon;  // mean relative L2 per entry of data.horizons (when several)
   FieldMetrics transfer;        // mean over samples at eval.transfer_n
   std::vector<double> rollout;  // mean relative L2 after k = 1..rollout_steps horizons
   double surrogate_ms_per_sample = 0, solver_ms_per_sample = 0, speedup_vs_solver = 0;

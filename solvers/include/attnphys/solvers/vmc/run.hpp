@@ -10,7 +10,8 @@
 //   sampler.fixed_sz / two_sz  the 2Sz = 0 sector for Sz-conserving models with even N (exchange moves);
 //   sampler.periodic           the chain's boundary condition (always);
 //   ansatz.marshall_sign=auto  the Marshall sign for antiferromagnetic Heisenberg, XXZ (J > 0) and J1-J2 chains
-//                              (transformer; the autoregressive model learns its phase, the RBM its sign);
+//                              (transformer and MPS; the autoregressive model learns its phase, the RBM its sign);
+//   mps.periodic               the chain's boundary condition;
 //   autoregressive.fixed_sz    the sampler's sector (exact samples then stay in it);
 //   vmc.diag_shift_steps       two thirds of vmc.n_iter (the SR shift reaches its final value there).
 #include <functional>
@@ -21,6 +22,7 @@
 #include "attnphys/physics/spin/chain_model.hpp"
 #include "attnphys/solvers/vmc/autoregressive.hpp"
 #include "attnphys/solvers/vmc/driver.hpp"
+#include "attnphys/solvers/vmc/mps_ansatz.hpp"
 #include "attnphys/solvers/vmc/rbm.hpp"
 #include "attnphys/solvers/vmc/transformer.hpp"
 
@@ -28,12 +30,13 @@ namespace attnphys::vmc {
 
 struct VmcRunConfig {
   spin::ChainModel model;
-  std::string ansatz = "transformer";  // transformer | rbm | autoregressive
+  std::string ansatz = "transformer";  // transformer | rbm | autoregressive | mps
   std::string marshall_sign = "auto";  // auto | on | off
   TransformerAnsatzOptions transformer;
   AutoregressiveOptions autoregressive;
   RbmOptions rbm;
   long rbm_seed = 1;
+  MpsAnsatzOptions mps;
   VmcOptions vmc;
   long final_samples = 16384;          // samples of the final energy estimate (0: skip it)
   std::string reference = "auto";      // auto (closed form, else ED for n <= 22) | ed | none
