@@ -4,6 +4,7 @@
 // the rows. python/scripts/compare_study.py runs it and draws the log-log plot.
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
@@ -163,8 +164,10 @@ void register_compare(CLI::App& app) {
       }
     if (!root) return;
     if (!o->out.empty()) {
-      std::ofstream csv(o->out + ".csv");
-      require(bool(csv), "compare: cannot write ", o->out, ".csv");
+      // Each table goes to "<file>.tmp" first and is renamed into place, so an earlier study's files are never left
+      // half-overwritten.
+      std::ofstream csv(o->out + ".csv.tmp");
+      require(bool(csv), "compare: cannot write ", o->out, ".csv.tmp");
       csv << "model,n,method,chi,n_parameters,energy,energy_error,reference,reference_source,relative_error,"
              "iterations,seconds,step_seconds\n";
       for (const auto& r : rows)
@@ -172,8 +175,11 @@ void register_compare(CLI::App& app) {
             << fmt(r.energy, 14) << ',' << fmt(r.energy_error, 4) << ',' << fmt(r.reference, 14) << ','
             << r.reference_source << ',' << fmt(r.relative_error(), 4) << ',' << r.iterations << ','
             << fmt(r.seconds, 4) << ',' << fmt(r.step_seconds, 4) << '\n';
-      std::ofstream md(o->out + ".md");
-      require(bool(md), "compare: cannot write ", o->out, ".md");
+      csv.close();
+      require(bool(csv), "compare: writing ", o->out, ".csv.tmp failed");
+      std::filesystem::rename(o->out + ".csv.tmp", o->out + ".csv");
+      std::ofstream md(o->out + ".md.tmp");
+      require(bool(md), "compare: cannot write ", o->out, ".md.tmp");
       md << "| model | N | method | χ | parameters | energy | stat. error | reference | \\|ΔE\\|/\\|E\\| | "
             "VMC iterations | time (s) |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
       for (const auto& r : rows)
@@ -183,6 +189,9 @@ void register_compare(CLI::App& app) {
            << " (" << r.reference_source << ") | " << fmt(r.relative_error(), 3) << " | "
            << (r.method == "dmrg" ? std::string("-") : std::to_string(r.iterations)) << " | " << fmt(r.seconds, 3)
            << " |\n";
+      md.close();
+      require(bool(md), "compare: writing ", o->out, ".md.tmp failed");
+      std::filesystem::rename(o->out + ".md.tmp", o->out + ".md");
     }
     if (flags->json) {
       Json arr = Json::array();

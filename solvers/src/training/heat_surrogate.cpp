@@ -312,6 +312,23 @@ struct KernelMix {
   KOKKOS_INLINE_FUNCTION T cc(long b) const { return has_dt() ? c0(0) + c0_dt(0) * shift(b) : c0(0); }
 };
 
+// The coefficients of the kernel layer whose parameters start with `prefix` (Slot::Params) or their gradients.
+template <class T>
+KernelMix<T> kernel_mix(const ParameterBuffer<T>& p, const std::string& prefix, bool dt_input, const View1<T>& shift,
+                        Slot sl) {
+  KernelMix<T> m;
+  m.a = p.view1(prefix + "a", sl);
+  m.b0 = p.view1(prefix + "b0", sl);
+  m.c0 = p.view1(prefix + "c", sl);
+  if (dt_input) {
+    m.a_dt = p.view1(prefix + "a_dt", sl);
+    m.b0_dt = p.view1(prefix + "b0_dt", sl);
+    m.c0_dt = p.view1(prefix + "c_dt", sl);
+    m.shift = shift;
+  }
+  return m;
+}
+
 // out[b, n] = b0 * in[b, n] + Σ_h a_h o[h, n, b] + c
 template <class T>
 void combine_heads(const ops::Vec<T>& out, const ops::ConstVec<T>& in, const ConstMat3<T>& o, const KernelMix<T>& mix,
@@ -350,17 +367,7 @@ void HeatSurrogate<T>::kernel_forward(const ops::Vec<T>& out, SurrogateCache<T>&
   grow(c.phi, len, F, "attnphys::kernel_phi");
   // The mixing coefficients of layer l (Slot::Params) or their gradients (Slot::Grads).
   auto mix = [&](const ParameterBuffer<T>& p, long l, const SurrogateCache<T>& cc, Slot sl) {
-    KernelMix<T> m;
-    m.a = p.view1(lp(l) + "a", sl);
-    m.b0 = p.view1(lp(l) + "b0", sl);
-    m.c0 = p.view1(lp(l) + "c", sl);
-    if (opt_.dt_input) {
-      m.a_dt = p.view1(lp(l) + "a_dt", sl);
-      m.b0_dt = p.view1(lp(l) + "b0_dt", sl);
-      m.c0_dt = p.view1(lp(l) + "c_dt", sl);
-      m.shift = cc.shift;
-    }
-    return m;
+    return kernel_mix<T>(p, lp(l), opt_.dt_input, cc.shift, sl);
   };
   coordinate_harmonics<T>(c.phi, coords, opt_.harmonics, lengths_[0], dim_ > 1 ? lengths_[1] : 1.0);
   c.qc.resize(L), c.kc.resize(L), c.u.resize(L), c.qh.resize(L), c.kh.resize(L), c.p.resize(L), c.o.resize(L);
@@ -479,17 +486,7 @@ void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec
           " values, expected ", tokens);
   // The mixing coefficients of layer l (Slot::Params) or their gradients (Slot::Grads).
   auto mix = [&](const ParameterBuffer<T>& p, long l, const SurrogateCache<T>& cc, Slot sl) {
-    KernelMix<T> m;
-    m.a = p.view1(lp(l) + "a", sl);
-    m.b0 = p.view1(lp(l) + "b0", sl);
-    m.c0 = p.view1(lp(l) + "c", sl);
-    if (opt_.dt_input) {
-      m.a_dt = p.view1(lp(l) + "a_dt", sl);
-      m.b0_dt = p.view1(lp(l) + "b0_dt", sl);
-      m.c0_dt = p.view1(lp(l) + "c_dt", sl);
-      m.shift = cc.shift;
-    }
-    return m;
+    return kernel_mix<T>(p, lp(l), opt_.dt_input, cc.shift, sl);
   };
   const T scale = T(1.0 / std::sqrt(double(dk)));
   View1<T> g("attnphys::kernel_g", tokens), g_prev("attnphys::kernel_gprev", tokens);
