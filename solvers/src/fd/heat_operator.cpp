@@ -441,6 +441,155 @@ template void HeatOperator::combine_kernel<false>(const View3<double>&, const Vi
                                                   std::array<double, 3>, double, const View3<double>&, double,
                                                   const View3<double>&) const;
 
+#if !(defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL))
+namespace {
+
+// One constant-κ FTCS row, out = u + L u [+ g1·G] with the coefficients already scaled by Δt: the interior in
+// host_row_interior, the two end cells (wrapped or zero-ghost x neighbours) here.
+template <bool Z, bool G>
+void ftcs_row(double* o, const double* yr, const double* ym, const double* yq, const double* zm, const double* zq,
+              const double* gr, const double* zero, long nx, double ax, double axlo, double axhi, bool perx,
+              double bym, double byq, double bzm, double bzq, double g1) {
+  const double cyz = -(bym + byq + bzm + bzq);
+  host_row_interior<true, Z, G>(o, yr, yr, ym, yq, zm, zq, gr, zero, nx, cyz - 2.0 * ax, ax, bym, byq, bzm, bzq, g1,
+                                0.0, true);
+  auto cell = [&](long i, double ul, double ur, double cl, double cr) {
+    double v = yr[i] + (cyz - cl - cr) * yr[i] + (cl * ul + cr * ur) + bym * ym[i] + byq * yq[i];
+    if constexpr (Z) v += bzm * zm[i] + bzq * zq[i];
+    if constexpr (G) v += g1 * gr[i];
+    o[i] = v;
+  };
+  if (nx == 1) {
+    cell(0, perx ? yr[0] : 0.0, perx ? yr[0] : 0.0, axlo, axhi);
+    return;
+  }
+  cell(0, perx ? yr[nx - 1] : 0.0, yr[1], axlo, ax);
+  cell(nx - 1, yr[nx - 2], perx ? yr[0] : 0.0, ax, axhi);
+}
+
+// What one unit of ftcs_two_steps needs: slices along the outermost axis (3D: z planes of `rows` rows; 2D: the y
+// rows of one batch item), Δt-scaled coefficients (x; y inside a 3D plane; the outer axis), the static forcing.
+struct TwoStepGeometry {
+  long ns, rows, nx, slice;
+  bool perx, pery, pero;
+  double ax, axlo, axhi, ay, aylo, ayhi, ao, aolo, aohi, g1;
+  const double *G, *zero;
+};
+
+// One unit: slices [a, b) of one item, from src to dst. Level 1 (one step) of slices a−1 .. b goes into the ring
+// R (slice s in slot (s − a + 1) mod 3) just ahead of level 2, which reads three ring slices and writes dst; so
+// src is read once and dst written once, and the ring (three slices) stays in cache. A slice beyond a
+// non-periodic side is a zero ghost (its coefficient carries the boundary condition; Dirichlet data is in G).
+template <bool D3, bool HasG>
+void ftcs_two_step_unit(const TwoStepGeometry& g, const double* src, double* dst, double* R, long a, long b) {
+  const long ns = g.ns, slice = g.slice, nx = g.nx;
+  auto wrap = [&](long s) { return ((s % ns) + ns) % ns; };
+  // One step of slice s (0 ≤ s < ns) into o, from its slice cur and the neighbour slices m (s−1), q (s+1) or null.
+  auto step = [&](double* o, const double* cur, const double* m, const double* q, long s) {
+    const double om = s > 0 ? g.ao : g.aolo, oq = s < ns - 1 ? g.ao : g.aohi;
+    const double* gs = HasG ? g.G + s * slice : g.zero;
+    if constexpr (D3) {
+      for (long j = 0; j < g.rows; ++j) {
+        const long off = j * nx;
+        const double* ym = j > 0 ? cur + off - nx : (g.pery ? cur + (g.rows - 1) * nx : g.zero);
+        const double* yq = j < g.rows - 1 ? cur + off + nx : (g.pery ? cur : g.zero);
+        const double bym = j > 0 ? g.ay : g.aylo, byq = j < g.rows - 1 ? g.ay : g.ayhi;
+        ftcs_row<true, HasG>(o + off, cur + off, ym, yq, m ? m + off : g.zero, q ? q + off : g.zero,
+                             HasG ? gs + off : g.zero, g.zero, nx, g.ax, g.axlo, g.axhi, g.perx, bym, byq, om, oq,
+                             g.g1);
+      }
+    } else {
+      ftcs_row<false, HasG>(o, cur, m ? m : g.zero, q ? q : g.zero, g.zero, g.zero, gs, g.zero, nx, g.ax, g.axlo,
+                            g.axhi, g.perx, om, oq, 0.0, 0.0, g.g1);
+    }
+  };
+  auto exists = [&](long s) { return g.pero || (s >= 0 && s < ns); };
+  auto slot = [&](long s) { return R + ((s - a + 1) % 3) * slice; };
+  auto level1 = [&](long s) {
+    if (!exists(s)) return;
+    const long w = wrap(s);
+    const bool hm = g.pero || w > 0, hq = g.pero || w < ns - 1;
+    step(slot(s), src + w * slice, hm ? src + wrap(w - 1) * slice : nullptr, hq ? src + wrap(w + 1) * slice : nullptr,
+         w);
+  };
+  level1(a - 1);
+  level1(a);
+  for (long s = a; s < b; ++s) {
+    level1(s + 1);
+    const bool hm = g.pero || s > 0, hq = g.pero || s < ns - 1;
+    step(dst + s * slice, slot(s), hm ? slot(s - 1) : nullptr, hq ? slot(s + 1) : nullptr, s);
+  }
+}
+
+}  // namespace
+#endif
+
+bool HeatOperator::ftcs_two_steps(const View3<double>& out, const View3<double>& in, double dt,
+                                  const View3<double>& Gv, long chunks_wanted) const {
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL)
+  (void)out, (void)in, (void)dt, (void)Gv, (void)chunks_wanted;
+  return false;  // the device kernel keeps one step per sweep
+#else
+  const int dim = p_.grid.dim;
+  if (dim < 2 || p_.variable_kappa() || forcing_time_dependent_) return false;
+  const long n0 = in.extent(0), n1 = in.extent(1), nx = in.extent(2);
+  const long ns = dim == 3 ? n0 : n1, items = dim == 3 ? 1 : n0, rows = dim == 3 ? n1 : 1;
+  if (ns < 4) return false;
+  require(out.data() != in.data(), "ftcs_two_steps: out must not alias in");
+  require(out.extent(0) == in.extent(0) && out.extent(1) == in.extent(1) && out.extent(2) == in.extent(2),
+          "ftcs_two_steps: out and in have different shapes");
+  ScopedRegion region("attnphys::heat_ftcs_two_steps");
+  const int oa = dim == 3 ? 2 : 1;
+  TwoStepGeometry g{ns,
+                    rows,
+                    nx,
+                    rows * nx,
+                    p_.periodic(0),
+                    p_.periodic(1),
+                    p_.periodic(oa),
+                    dt * c_[0],
+                    dt * clo_[0],
+                    dt * chi_[0],
+                    dt * c_[1],
+                    dt * clo_[1],
+                    dt * chi_[1],
+                    dt * c_[oa],
+                    dt * clo_[oa],
+                    dt * chi_[oa],
+                    dt,
+                    has_forcing_ && Gv.size() > 0 ? Gv.data() : nullptr,
+                    zero_.data()};
+  // Parallel units: (batch item, chunk of slices); a chunk recomputes the level-1 slices at its two ends, so there
+  // are only as many chunks as it takes to give every thread work, and each has at least 8 slices.
+  const long conc = std::max<long>(1, static_cast<long>(ExecSpace().concurrency()));
+  const long chunks = chunks_wanted > 0 ? std::min(chunks_wanted, ns)
+                                        : std::max(1L, std::min(ns / 8, (conc + items - 1) / items));
+  const long units = items * chunks;
+  if (long(ring_.size()) < units * 3 * g.slice) ring_ = View1<double>("attnphys::heat_ftcs_ring", units * 3 * g.slice);
+  const double* src = in.data();
+  double* dst = out.data();
+  double* ring = ring_.data();
+  const long item_size = ns * g.slice;
+  auto run = [&](auto d3_tag, auto g_tag) {
+    constexpr bool D3 = decltype(d3_tag)::value, HasG = decltype(g_tag)::value;
+    Kokkos::parallel_for(
+        "attnphys::heat_ftcs_two_steps", Kokkos::RangePolicy<ExecSpace>(0, units), KOKKOS_LAMBDA(const long u) {
+          const long item = u / chunks, c = u - item * chunks;
+          ftcs_two_step_unit<D3, HasG>(g, src + item * item_size, dst + item * item_size, ring + u * 3 * g.slice,
+                                       c * ns / chunks, (c + 1) * ns / chunks);
+        });
+  };
+  using T = std::true_type;
+  using F = std::false_type;
+  if (dim == 3) {
+    if (g.G) run(T{}, T{}); else run(T{}, F{});
+  } else {
+    if (g.G) run(F{}, T{}); else run(F{}, F{});
+  }
+  return true;
+#endif
+}
+
 void HeatOperator::factor_lines(int axis, double s) {
   ScopedRegion region("attnphys::heat_factor_lines");
   const auto e = spatial();

@@ -53,6 +53,16 @@ class HeatOperator {
   void combine(const View3<double>& out, const View3<double>& x, const View3<double>& y, std::array<double, 3> s,
                double g1, const View3<double>& G1, double g2, const View3<double>& G2) const;
 
+  // Two FTCS steps in one sweep (temporal blocking, host builds): out = the state two steps of dt after `in`, with
+  // the static forcing G (an empty view when there is none) taken at both steps. The intermediate level lives only
+  // in a ring of three slices along the outermost axis (z in 3D, y in 2D), so the grid is read once and written once
+  // per two steps instead of per step. Returns false and does nothing where it does not apply (device builds,
+  // variable κ, time-dependent forcing, 1D, fewer than 4 slices); out must not alias in. Same result as two
+  // combine() steps up to rounding. `chunks` (0: enough for every thread) splits each item's slices into that many
+  // parallel units, each recomputing the intermediate slices at its two ends.
+  bool ftcs_two_steps(const View3<double>& out, const View3<double>& in, double dt, const View3<double>& G,
+                      long chunks = 0) const;
+
   // rhs ← (I - s·L_axis)⁻¹ rhs on every line of the axis: a Thomas solve per line (Sherman–Morrison for periodic
   // axes), with the factorisation for this s cached.
   void solve_lines(int axis, double s, const View3<double>& rhs);
@@ -72,6 +82,7 @@ class HeatOperator {
   std::array<View3<double>, 3> cf_;          // face coefficients per axis
   std::array<double, 3> c_{}, clo_{}, chi_{};  // constant-κ coefficients: interior, low face, high face
   View1<double> zero_;                        // a zero row standing in for ghost rows and unused axes
+  mutable View1<double> ring_;                // ftcs_two_steps: three intermediate slices per parallel unit
   double ftcs_limit_ = 0;
   bool has_forcing_ = false, forcing_time_dependent_ = false;
   std::array<View3<double>, 4> part_cache_;  // per part, when nothing depends on time (empty: part is zero)
