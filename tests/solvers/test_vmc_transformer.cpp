@@ -7,6 +7,7 @@
 
 #include "attnphys/core/random.hpp"
 #include "attnphys/solvers/ed/exact.hpp"
+#include "attnphys/solvers/vmc/complex_math.hpp"
 #include "attnphys/solvers/vmc/driver.hpp"
 #include "attnphys/solvers/vmc/transformer.hpp"
 
@@ -100,6 +101,76 @@ TEST(TransformerAnsatz, GradientsMatchFiniteDifferences) {
     EXPECT_LT(err, 1e-6) << c.attention << " patch " << c.patch << " periodic " << c.periodic << " symmetrize "
                          << c.symmetrize;
   }
+}
+
+TEST(TransformerAnsatz, ChunkedLogPsiEqualsOnePass) {
+  // log ψ in chunks of configurations (the last chunk overlapping the one before) equals one pass over the batch,
+  // for a batch that the chunk size does not divide, with and without the shift symmetrisation; and a gradient
+  // evaluation in between (which resizes the shared buffers to the whole batch) does not disturb it.
+  for (bool periodic : {true, false}) {
+    auto o = small("factored", 2);
+    TransformerAnsatz<double> one(8, periodic, o);
+    o.chunk_tokens = 5 * one.n_shifts() * 4;  // 5 configurations of 4 tokens per shift
+    TransformerAnsatz<double> chunked(8, periodic, o);
+    perturb(one.parameters(), 9, 0.1);
+    chunked.parameters().set_host(one.parameters().get_host());
+    const long B = 37;
+    const auto s = random_spins(B, 8, 5);
+    View1<double> r1("r1", B), i1("i1", B), r2("r2", B), i2("i2", B);
+    one.log_psi(s, r1, i1);
+    for (int pass = 0; pass < 2; ++pass) {
+      chunked.log_psi(s, r2, i2);
+      auto a = to_host(r1), b = to_host(i1), c = to_host(r2), d = to_host(i2);
+      for (long k = 0; k < B; ++k) {
+        EXPECT_NEAR(c(k), a(k), 1e-12) << "periodic " << periodic << " config " << k;
+        EXPECT_NEAR(d(k), b(k), 1e-12) << "periodic " << periodic << " config " << k;
+      }
+      View2<double> ore("ore", 3, chunked.n_parameters()), oim("oim", 3, chunked.n_parameters());
+      chunked.log_psi_gradients(random_spins(3, 8, 6), ore, oim);
+    }
+  }
+}
+
+TEST(TransformerAnsatz, LogCoshSumEqualsTheSumOfLogCosh) {
+  // The readout's accumulated Σ log cosh (one log and one atan2 per sum) against the per-unit formula: random units,
+  // large |x| (cosh overflows a double), units at and next to a node of cosh, and long sums whose products would
+  // under- or overflow without rescaling. Im is compared modulo 2π.
+  std::vector<std::vector<std::pair<double, double>>> sums;
+  View1<double> noise("noise", 2 * 300);
+  fill_normal(noise, 7, 0, 0.0, 2.0);
+  auto h = to_host(noise);
+  for (int K : {1, 2, 16, 300}) {
+    std::vector<std::pair<double, double>> v;
+    for (int k = 0; k < K; ++k) v.push_back({h(2 * k), h(2 * k + 1)});
+    sums.push_back(v);
+  }
+  sums.push_back({{800.0, 0.3}, {-750.0, 2.0}, {1e-9, -1.0}, {-3.0, 1e-12}});
+  sums.push_back(std::vector<std::pair<double, double>>(250, {1e-4, M_PI / 2 - 1e-4}));  // |cosh| ~ 1.4e-4 each
+  sums.push_back(std::vector<std::pair<double, double>>(250, {0.5, 0.2}));
+  sums.push_back(std::vector<std::pair<double, double>>(250, {-0.5, 1.2}));
+  for (std::size_t c = 0; c < sums.size(); ++c) {
+    vmc::detail::LogCoshSum acc;
+    double re = 0, im = 0;
+    for (auto [x, y] : sums[c]) {
+      acc.add(x, y);
+      double a, b;
+      vmc::detail::log_cosh(x, y, a, b);
+      re += a;
+      im += b;
+    }
+    double r2, i2;
+    acc.finish(r2, i2);
+    double dphi = i2 - im;
+    dphi -= 2 * M_PI * std::round(dphi / (2 * M_PI));
+    EXPECT_NEAR(r2, re, 1e-12 * (1 + std::abs(re))) << "sum " << c;
+    EXPECT_NEAR(dphi, 0.0, 1e-10) << "sum " << c;
+  }
+  vmc::detail::LogCoshSum node;  // cosh(i π/2) = 0: log 0
+  node.add(0.0, M_PI / 2);
+  node.add(0.3, 0.1);
+  double r, i;
+  node.finish(r, i);
+  EXPECT_LT(r, -30.0);
 }
 
 TEST(TransformerAnsatz, SymmetrisedPeriodicStateIsTranslationInvariant) {

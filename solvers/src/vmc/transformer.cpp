@@ -23,11 +23,16 @@ void TransformerAnsatzOptions::declare(OptionSet& s, const std::string& p) {
   s.add(p + ".marshall_sign", &marshall_sign, "multiply by (-1)^(up spins on even sites)");
   s.add(p + ".init_std", &init_std, "readout initial scale", Range::non_negative());
   s.add(p + ".seed", &seed, "initialisation seed");
+  s.add(p + ".chunk_tokens", &chunk_tokens,
+        "log psi evaluates the batch in chunks of about this many tokens, so activations stay in cache (0: whole batch)",
+        Range::non_negative());
 }
 
 void TransformerAnsatzOptions::validate() const {
-  require(patch_size >= 1 && d_model >= 1 && n_heads >= 1 && n_layers >= 1 && d_ff >= 0 && hidden >= 0,
-          "transformer ansatz: patch_size, d_model, n_heads, n_layers >= 1 and d_ff, hidden >= 0 are required");
+  require(patch_size >= 1 && d_model >= 1 && n_heads >= 1 && n_layers >= 1 && d_ff >= 0 && hidden >= 0 &&
+              chunk_tokens >= 0,
+          "transformer ansatz: patch_size, d_model, n_heads, n_layers >= 1 and d_ff, hidden, chunk_tokens >= 0 are "
+          "required");
   require(d_model % n_heads == 0, "transformer ansatz: d_model = ", d_model, " is not divisible by n_heads = ",
           n_heads);
   require(attention == "factored" || attention == "dense", "transformer ansatz: attention '", attention,
@@ -130,15 +135,14 @@ void TransformerAnsatz<T>::readout(long rows) {
   const auto lr = lp_re_, li = lp_im_;
   Kokkos::parallel_for(
       "attnphys::vit_log_cosh", Kokkos::RangePolicy<ExecSpace>(0, rows), KOKKOS_LAMBDA(const long r) {
-        double a = 0, c = 0;
+        detail::LogCoshSum acc;
         for (long k = 0; k < K; ++k) {
           tr(r, k) += cr(k);
           ti(r, k) += ci(k);
-          double u, v;
-          detail::log_cosh(double(tr(r, k)), double(ti(r, k)), u, v);
-          a += u;
-          c += v;
+          acc.add(double(tr(r, k)), double(ti(r, k)));
         }
+        double a, c;
+        acc.finish(a, c);
         lr(r) = T(a);
         li(r) = T(c);
       });
@@ -199,6 +203,22 @@ void TransformerAnsatz<T>::log_psi(const View2<const T>& sigma, const View1<T>& 
   require(re.extent(0) == std::size_t(B) && im.extent(0) == std::size_t(B), "transformer log_psi: outputs need ", B,
           " entries");
   if (B == 0) return;
+  require(sigma.extent(1) == std::size_t(n_), "transformer ansatz: sigma has ", sigma.extent(1), " sites, expected ",
+          n_);
+  // Configurations in chunks of about chunk_tokens tokens, so that every activation of the encoder stays in cache
+  // between its kernels (the whole batch's activations are MBs each). Chunks all have the same size, so the
+  // buffers are allocated once: the last one ends at B and overlaps the one before (those rows are recomputed to
+  // the same values).
+  const long per_config = shifts_ * np_;
+  const long chunk = opt_.chunk_tokens > 0 ? std::max(1L, opt_.chunk_tokens / per_config) : B;
+  if (chunk < B) {
+    for (long b0 = 0; b0 < B; b0 += chunk) {
+      const long lo = std::min(b0, B - chunk);
+      log_psi(View2<const T>(sigma.data() + lo * n_, chunk, n_), View1<T>(re.data() + lo, chunk),
+              View1<T>(im.data() + lo, chunk));
+    }
+    return;
+  }
   make_tokens(sigma);
   const long rows = B * shifts_;
   enc_.forward(y_, cache_, tokens_, rows, np_, params_);
