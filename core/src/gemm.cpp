@@ -21,6 +21,89 @@ void scale(const Mat<T>& C, T beta) {
       });
 }
 
+// Host builds for a CPU with 256- or 512-bit vectors (ATTNPHYS_NATIVE_ARCH on a recent x86): a tall-skinny product
+// C [m, n] = alpha·A [m, k]·op(B) + beta·C with n, k ≤ 64 (the linear layers of narrow models against many tokens)
+// is one Kokkos kernel over pairs of rows, with the n outputs of each row in vector registers and op(B) as a k×n
+// row-major panel. A BLAS call for such a product spends more on packing both operands, on its call overhead and on
+// starting its threads than on the product (and a threaded BLAS then spins beside the Kokkos kernels that run
+// between its calls). Products with more work than 2^22 multiply-adds still go to BLAS when the execution space has
+// one thread, since BLAS's threads then pay off. With SSE2 only, BLAS's own runtime-dispatched kernels are faster.
+#if !(defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL)) && \
+    (defined(__AVX2__) || defined(__AVX512F__))
+#define ATTNPHYS_SKINNY_GEMM 1
+constexpr long kSkinnyMax = 64;
+bool skinny_applies(bool at, long m, long n, long k) {
+  if (at || !(n == 16 || n == 32 || n == 64) || k > kSkinnyMax) return false;
+  return double(m) * double(n) * double(k) <= double(1L << 22) || ExecSpace().concurrency() > 1;
+}
+
+// One vector register of T (GCC/Clang vector extensions; the compiler maps it to the widest registers it was told
+// about). Each row's n ≤ 64 outputs are n / lanes such vectors; a panel row is loaded once for two rows of A.
+#if defined(__AVX512F__)
+constexpr int kVecBytes = 64;
+#else
+constexpr int kVecBytes = 32;
+#endif
+template <class T>
+struct VecOf {
+  typedef T type __attribute__((vector_size(kVecBytes)));
+};
+
+template <class T, int NB>
+void skinny_kernel(T alpha, const ConstMat<T>& A, const T* panel, T beta, const Mat<T>& C) {
+  using V = typename VecOf<T>::type;
+  constexpr int L = kVecBytes / int(sizeof(T)), NV = NB / L;  // lanes, vectors per row
+  static_assert(NB % L == 0, "skinny_kernel: NB must be a multiple of the vector width");
+  const long m = C.extent(0), k = A.extent(1), lda = A.stride(0), ldc = C.stride(0);
+  const T* a0 = A.data();
+  T* c0 = C.data();
+  Kokkos::parallel_for(
+      "attnphys::gemm_skinny", Kokkos::RangePolicy<ExecSpace>(0, (m + 1) / 2), KOKKOS_LAMBDA(const long blk) {
+        const long i = 2 * blk, i2 = i + 1 < m ? i + 1 : i;
+        const T* x = a0 + i * lda;
+        const T* y = a0 + i2 * lda;
+        V u[NV], v[NV];
+        for (int j = 0; j < NV; ++j) u[j] = v[j] = V{} ;
+        for (long q = 0; q < k; ++q) {
+          const T p = x[q], r = y[q];
+          for (int j = 0; j < NV; ++j) {
+            V b;
+            __builtin_memcpy(&b, panel + q * NB + j * L, sizeof(V));
+            u[j] += p * b;
+            v[j] += r * b;
+          }
+        }
+        auto store = [&](T* c, const V* acc) {
+          for (int j = 0; j < NV; ++j) {
+            V out = alpha * acc[j];
+            if (beta != T(0)) {
+              V old;
+              __builtin_memcpy(&old, c + j * L, sizeof(V));
+              out += beta * old;
+            }
+            __builtin_memcpy(c + j * L, &out, sizeof(V));
+          }
+        };
+        store(c0 + i * ldc, u);
+        if (i2 != i) store(c0 + i2 * ldc, v);
+      });
+  Kokkos::fence();  // the panel lives on the caller's stack
+}
+
+template <class T>
+void skinny(T alpha, const ConstMat<T>& A, const ConstMat<T>& B, bool bt, T beta, const Mat<T>& C) {
+  const long n = C.extent(1), k = A.extent(1);
+  T panel[kSkinnyMax * kSkinnyMax];  // op(B) as k rows of n
+  for (long q = 0; q < k; ++q)
+    for (long j = 0; j < n; ++j) panel[q * n + j] = bt ? B(j, q) : B(q, j);
+  switch (n) {
+    case 16: skinny_kernel<T, 16>(alpha, A, panel, beta, C); break;
+    case 32: skinny_kernel<T, 32>(alpha, A, panel, beta, C); break;
+    case 64: skinny_kernel<T, 64>(alpha, A, panel, beta, C); break;
+  }
+}
+#endif
+
 template <class T>
 void gemm_impl(char ta, char tb, T alpha, const ConstMat<T>& A, const ConstMat<T>& B, T beta, const Mat<T>& C) {
   const bool at = is_trans(ta), bt = is_trans(tb);
@@ -36,6 +119,12 @@ void gemm_impl(char ta, char tb, T alpha, const ConstMat<T>& A, const ConstMat<T
     scale(C, beta);
     return;
   }
+#ifdef ATTNPHYS_SKINNY_GEMM
+  if (skinny_applies(at, m, n, ka)) {
+    skinny(alpha, A, B, bt, beta, C);
+    return;
+  }
+#endif
   const char tra[2] = {at ? 'T' : 'N', 0};
   const char trb[2] = {bt ? 'T' : 'N', 0};
   KokkosBlas::gemm(tra, trb, alpha, A, B, beta, C);

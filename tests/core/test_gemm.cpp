@@ -60,7 +60,25 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values('N', 'T'), ::testing::Values('N', 'T'),
                        ::testing::Values(std::make_tuple(0L, 0L, 0L), std::make_tuple(1L, 1L, 1L),
                                          std::make_tuple(13L, 15L, 17L), std::make_tuple(4L, 0L, 3L),
-                                         std::make_tuple(5L, 3L, 0L), std::make_tuple(64L, 33L, 70L))));
+                                         std::make_tuple(5L, 3L, 0L), std::make_tuple(64L, 33L, 70L),
+                                         // narrow products (the host kernel for n = 16, 32, 64 and k <= 64 when
+                                         // built for AVX2/AVX-512; BLAS otherwise): odd row counts, k = 1 and 64
+                                         std::make_tuple(37L, 16L, 5L), std::make_tuple(1L, 32L, 64L),
+                                         std::make_tuple(301L, 64L, 16L), std::make_tuple(7L, 16L, 1L),
+                                         std::make_tuple(2100L, 64L, 40L))));
+
+TEST(Gemm, BetaZeroNeverReadsC) {
+  // BLAS semantics: with beta = 0, C is output only, so NaN or Inf already in it must not leak into the result.
+  for (long n : {16L, 15L}) {
+    View2<double> A("A", 9, 3), B("B", n, 3), C("C", 9, n);
+    fill_normal(A, 1, 1);
+    fill_normal(B, 1, 2);
+    Kokkos::deep_copy(C, std::nan(""));
+    gemm('N', 'T', 1.0, A, B, 0.0, C);
+    auto hC = to_host(C);
+    for (std::size_t i = 0; i < hC.size(); ++i) ASSERT_TRUE(std::isfinite(hC.data()[i])) << "n = " << n;
+  }
+}
 
 TEST(Gemm, ZeroInnerDimensionScalesC) {
   View2<double> A("A", 3, 0), B("B", 0, 2), C("C", 3, 2);

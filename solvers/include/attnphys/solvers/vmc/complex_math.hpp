@@ -11,16 +11,17 @@ using Kokkos::atan2;
 using Kokkos::Experimental::atan2;
 #endif
 
-// log cosh(x + iy) without overflow: |cosh z|² = (cosh 2x + cos 2y)/2 = e^{2|x|}/4 · (1 + e^{−4|x|} + 2 cos 2y e^{−2|x|}),
-// arg cosh z = atan2(tanh x · sin y, cos y).
+// log cosh(x + iy) without overflow or cancellation: |cosh z|² = sinh²x + cos²y (two non-negative terms, accurate
+// next to the zeros of cosh), and with e = e^{−2|x|}, 4 e^{−2|x|} |cosh z|² = (1 − e)² + 4 e cos²y, so
+// Re = |x| − log 2 + ½ log((1 − e)² + 4 e cos²y) with 1 − e = −expm1(−2|x|); arg cosh z = atan2(tanh x · sin y, cos y).
 KOKKOS_INLINE_FUNCTION void log_cosh(double x, double y, double& re, double& im) {
-  const double ax = math::abs(x), e2 = math::exp(-2 * ax);
-  re = ax - 0.6931471805599453 + 0.5 * math::log1p(e2 * e2 + 2 * math::cos(2 * y) * e2);
-  im = atan2(math::tanh(x) * math::sin(y), math::cos(y));
+  const double ax = math::abs(x), em = math::expm1(-2 * ax), e = 1 + em, c = math::cos(y);
+  re = ax - 0.6931471805599453 + 0.5 * math::log(em * em + 4 * e * c * c);
+  im = atan2(math::tanh(x) * math::sin(y), c);
 }
 // Σ_k log cosh(x_k + i y_k) over the units of a readout: add(x, y) per unit, then finish(re, im). One expm1 and one
-// sin/cos pair per unit, one log and one atan2 per sum (log_cosh per unit takes seven calls):
-//   Re: Σ |x_k| − K log 2 + ½ log Π_k f_k,  f_k = 1 + e_k² + 2 cos 2y_k e_k ∈ [(1−e_k)², (1+e_k)²], e_k = e^{−2|x_k|};
+// sin/cos pair per unit, one log and one atan2 per sum (log_cosh per unit takes five calls):
+//   Re: Σ |x_k| − K log 2 + ½ log Π_k f_k,  f_k = (1 − e_k)² + 4 e_k cos²y_k ∈ [(1−e_k)², (1+e_k)²], e_k = e^{−2|x_k|};
 //   Im: arg Π_k (cos y_k + i tanh x_k sin y_k), the sum of the units' phases reduced to (−π, π] (a different branch
 //   of the same log ψ: exp(log ψ) and every derivative are unchanged).
 // Both products are rescaled when they leave [1e−200, 1e200], so any number of units neither under- nor overflows.
@@ -30,7 +31,7 @@ struct LogCoshSum {
     const double ax = math::abs(x), em = math::expm1(-2 * ax), e = 1 + em;
     const double s = math::sin(y), c = math::cos(y);
     lin += ax - 0.6931471805599453;
-    prod *= 1 + e * (e + 2 * (c * c - s * s));
+    prod *= em * em + 4 * e * c * c;
     const double th = (x < 0 ? em : -em) / (2 + em);  // tanh x
     const double qi = th * s, r = pr * c - pi * qi;
     pi = pr * qi + pi * c;

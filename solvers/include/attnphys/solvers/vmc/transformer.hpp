@@ -38,7 +38,7 @@ struct TransformerAnsatzOptions {
   bool marshall_sign = false;  // multiply by (−1)^{N_up on even sites}
   double init_std = 0.05;      // readout weights start as N(0, init_std² / d_model)
   long seed = 1;
-  long chunk_tokens = 1536;    // log ψ runs the batch in chunks of ~this many tokens (B·S·Np/chunk); 0: one pass
+  long chunk_tokens = 512;     // log ψ runs the batch in chunks of ~this many tokens (B·S·Np/chunk); 0: one pass
 
   void declare(OptionSet& set, const std::string& section = "transformer");
   void validate() const;
