@@ -22,6 +22,19 @@ inline double host_erf(double x) { return ::erf(x); }
 inline float host_erf(float x) { return ::erff(x); }
 constexpr long kGeluBlock = 1024;  // elements per host iteration: a plain loop the compiler vectorises
 #endif
+// Σ_k f(p[k]) over a short contiguous row in eight interleaved partial sums, added pairwise at the end: the
+// compiler keeps the eight lanes in one vector register (a single running sum is a chain of dependent adds that it
+// may not reorder, and a layer norm over d = 16 would wait on it twice per row).
+template <class T, class F>
+KOKKOS_INLINE_FUNCTION T lane_sum(const T* p, long n, F f) {
+  T s[8] = {T(0), T(0), T(0), T(0), T(0), T(0), T(0), T(0)};
+  long k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int l = 0; l < 8; ++l) s[l] += f(p[k + l]);
+  for (int l = 0; k < n; ++k, ++l) s[l] += f(p[k]);
+  return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
 }  // namespace
 
 template <class T>
@@ -72,16 +85,11 @@ void layernorm_forward(const Mat<T>& y, const Vec<T>& mean, const Vec<T>& rstd, 
           "layernorm_forward: shapes disagree (x is ", m, "x", d, ")");
   Kokkos::parallel_for(
       "attnphys::layernorm_forward", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(long i) {
-        T mu = 0;
-        for (long k = 0; k < d; ++k) mu += x(i, k);
-        mu /= T(d);
-        T var = 0;
-        for (long k = 0; k < d; ++k) {
-          const T c = x(i, k) - mu;
-          var += c * c;
-        }
-        const T r = T(1) / math::sqrt(var / T(d) + eps);
-        for (long k = 0; k < d; ++k) y(i, k) = (x(i, k) - mu) * r * w(k) + b(k);
+        const T* xi = &x(i, 0);
+        const T mu = lane_sum(xi, d, [](T v) { return v; }) / T(d);
+        const T var = lane_sum(xi, d, [mu](T v) { return (v - mu) * (v - mu); }) / T(d);
+        const T r = T(1) / math::sqrt(var + eps);
+        for (long k = 0; k < d; ++k) y(i, k) = (xi[k] - mu) * r * w(k) + b(k);
         mean(i) = mu;
         rstd(i) = r;
       });
