@@ -444,15 +444,13 @@ template void HeatOperator::combine_kernel<false>(const View3<double>&, const Vi
 #if !(defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL))
 namespace {
 
-// One constant-κ FTCS row, out = u + L u [+ g1·G] with the coefficients already scaled by Δt: the interior in
-// host_row_interior, the two end cells (wrapped or zero-ghost x neighbours) here.
+// The two end cells of a constant-κ FTCS row, out = u + L u [+ g1·G] with the coefficients already scaled by Δt
+// (wrapped or zero-ghost x neighbours).
 template <bool Z, bool G>
-void ftcs_row(double* o, const double* yr, const double* ym, const double* yq, const double* zm, const double* zq,
-              const double* gr, const double* zero, long nx, double ax, double axlo, double axhi, bool perx,
-              double bym, double byq, double bzm, double bzq, double g1) {
+void ftcs_row_ends(double* o, const double* yr, const double* ym, const double* yq, const double* zm,
+                   const double* zq, const double* gr, long nx, double ax, double axlo, double axhi, bool perx,
+                   double bym, double byq, double bzm, double bzq, double g1) {
   const double cyz = -(bym + byq + bzm + bzq);
-  host_row_interior<true, Z, G>(o, yr, yr, ym, yq, zm, zq, gr, zero, nx, cyz - 2.0 * ax, ax, bym, byq, bzm, bzq, g1,
-                                0.0, true);
   auto cell = [&](long i, double ul, double ur, double cl, double cr) {
     double v = yr[i] + (cyz - cl - cr) * yr[i] + (cl * ul + cr * ur) + bym * ym[i] + byq * yq[i];
     if constexpr (Z) v += bzm * zm[i] + bzq * zq[i];
@@ -467,6 +465,17 @@ void ftcs_row(double* o, const double* yr, const double* ym, const double* yq, c
   cell(nx - 1, yr[nx - 2], perx ? yr[0] : 0.0, ax, axhi);
 }
 
+// One constant-κ FTCS row: the interior in host_row_interior, the two end cells in ftcs_row_ends.
+template <bool Z, bool G>
+void ftcs_row(double* o, const double* yr, const double* ym, const double* yq, const double* zm, const double* zq,
+              const double* gr, const double* zero, long nx, double ax, double axlo, double axhi, bool perx,
+              double bym, double byq, double bzm, double bzq, double g1) {
+  const double cyz = -(bym + byq + bzm + bzq);
+  host_row_interior<true, Z, G>(o, yr, yr, ym, yq, zm, zq, gr, zero, nx, cyz - 2.0 * ax, ax, bym, byq, bzm, bzq, g1,
+                                0.0, true);
+  ftcs_row_ends<Z, G>(o, yr, ym, yq, zm, zq, gr, nx, ax, axlo, axhi, perx, bym, byq, bzm, bzq, g1);
+}
+
 // What one unit of ftcs_two_steps needs: slices along the outermost axis (3D: z planes of `rows` rows; 2D: the y
 // rows of one batch item), Δt-scaled coefficients (x; y inside a 3D plane; the outer axis), the static forcing.
 struct TwoStepGeometry {
@@ -476,48 +485,73 @@ struct TwoStepGeometry {
   const double *G, *zero;
 };
 
-// One unit: slices [a, b) of one item, from src to dst. Level 1 (one step) of slices a−1 .. b goes into the ring
-// R (slice s in slot (s − a + 1) mod 3) just ahead of level 2, which reads three ring slices and writes dst; so
-// src is read once and dst written once, and the ring (three slices) stays in cache. A slice beyond a
+// One unit: slices [a, b) of one item and, in 3D, the band of rows [ja, jb) of each plane, from src to dst.
+// Level 1 (one step) of slices a−1 .. b goes into the ring R just ahead of level 2, which reads three ring slices
+// and writes dst, so src is read once and dst written once. A ring slice holds the band's rows with one halo row
+// on each side (rows ja−1 .. jb, stored from row `lo` = ja − 1), slice s in slot (s − a + 1) mod 3; in 3D the
+// band keeps the ring and the input planes it reads small enough for the core's cache. A slice or row beyond a
 // non-periodic side is a zero ghost (its coefficient carries the boundary condition; Dirichlet data is in G).
 template <bool D3, bool HasG>
-void ftcs_two_step_unit(const TwoStepGeometry& g, const double* src, double* dst, double* R, long a, long b) {
-  const long ns = g.ns, slice = g.slice, nx = g.nx;
-  auto wrap = [&](long s) { return ((s % ns) + ns) % ns; };
-  // One step of slice s (0 ≤ s < ns) into o, from its slice cur and the neighbour slices m (s−1), q (s+1) or null.
-  auto step = [&](double* o, const double* cur, const double* m, const double* q, long s) {
-    const double om = s > 0 ? g.ao : g.aolo, oq = s < ns - 1 ? g.ao : g.aohi;
-    const double* gs = HasG ? g.G + s * slice : g.zero;
+void ftcs_two_step_unit(const TwoStepGeometry& g, const double* src, double* dst, double* R, long a, long b, long ja,
+                        long jb) {
+  const long ns = g.ns, slice = g.slice, nx = g.nx, ny = g.rows;
+  const long lo = ja - 1, rslice = D3 ? (jb - ja + 2) * nx : slice;  // ring slice: rows lo .. jb
+  auto wrap = [](long i, long n) { return ((i % n) + n) % n; };
+  auto slot = [&](long s) { return R + ((s - a + 1) % 3) * rslice; };
+  auto gslice = [&](long s) { return HasG ? g.G + s * slice : g.zero; };
+  // One row: out, its values, the y and z (3D) or y (2D: the outer axis) neighbour rows and their coefficients.
+  auto row = [&](double* o, const double* cur, const double* ym, const double* yq, double bym, double byq,
+                 const double* zm, const double* zq, double bzm, double bzq, const double* gr) {
+    if constexpr (D3)
+      ftcs_row<true, HasG>(o, cur, ym, yq, zm, zq, gr, g.zero, nx, g.ax, g.axlo, g.axhi, g.perx, bym, byq, bzm, bzq,
+                           g.g1);
+    else
+      ftcs_row<false, HasG>(o, cur, ym, yq, g.zero, g.zero, gr, g.zero, nx, g.ax, g.axlo, g.axhi, g.perx, bym, byq,
+                            0.0, 0.0, g.g1);
+  };
+  // Level 1 of slice s (unwrapped pipeline index) from src into its ring slot.
+  auto level1 = [&](long s) {
+    if (!g.pero && (s < 0 || s >= ns)) return;
+    const long w = wrap(s, ns);
+    const double* P = src + w * slice;
+    const double* Pm = (g.pero || w > 0) ? src + wrap(w - 1, ns) * slice : nullptr;
+    const double* Pq = (g.pero || w < ns - 1) ? src + wrap(w + 1, ns) * slice : nullptr;
+    const double om = w > 0 ? g.ao : g.aolo, oq = w < ns - 1 ? g.ao : g.aohi;
+    double* out = slot(s);
     if constexpr (D3) {
-      for (long j = 0; j < g.rows; ++j) {
-        const long off = j * nx;
-        const double* ym = j > 0 ? cur + off - nx : (g.pery ? cur + (g.rows - 1) * nx : g.zero);
-        const double* yq = j < g.rows - 1 ? cur + off + nx : (g.pery ? cur : g.zero);
-        const double bym = j > 0 ? g.ay : g.aylo, byq = j < g.rows - 1 ? g.ay : g.ayhi;
-        ftcs_row<true, HasG>(o + off, cur + off, ym, yq, m ? m + off : g.zero, q ? q + off : g.zero,
-                             HasG ? gs + off : g.zero, g.zero, nx, g.ax, g.axlo, g.axhi, g.perx, bym, byq, om, oq,
-                             g.g1);
+      for (long j = ja - 1; j <= jb; ++j) {
+        if (!g.pery && (j < 0 || j >= ny)) continue;
+        const long wj = wrap(j, ny), off = wj * nx;
+        const double* ym = wj > 0 ? P + off - nx : (g.pery ? P + (ny - 1) * nx : g.zero);
+        const double* yq = wj < ny - 1 ? P + off + nx : (g.pery ? P : g.zero);
+        row(out + (j - lo) * nx, P + off, ym, yq, wj > 0 ? g.ay : g.aylo, wj < ny - 1 ? g.ay : g.ayhi,
+            Pm ? Pm + off : g.zero, Pq ? Pq + off : g.zero, om, oq, HasG ? gslice(w) + off : g.zero);
       }
     } else {
-      ftcs_row<false, HasG>(o, cur, m ? m : g.zero, q ? q : g.zero, g.zero, g.zero, gs, g.zero, nx, g.ax, g.axlo,
-                            g.axhi, g.perx, om, oq, 0.0, 0.0, g.g1);
+      row(out, P, Pm ? Pm : g.zero, Pq ? Pq : g.zero, om, oq, nullptr, nullptr, 0.0, 0.0, gslice(w));
     }
-  };
-  auto exists = [&](long s) { return g.pero || (s >= 0 && s < ns); };
-  auto slot = [&](long s) { return R + ((s - a + 1) % 3) * slice; };
-  auto level1 = [&](long s) {
-    if (!exists(s)) return;
-    const long w = wrap(s);
-    const bool hm = g.pero || w > 0, hq = g.pero || w < ns - 1;
-    step(slot(s), src + w * slice, hm ? src + wrap(w - 1) * slice : nullptr, hq ? src + wrap(w + 1) * slice : nullptr,
-         w);
   };
   level1(a - 1);
   level1(a);
   for (long s = a; s < b; ++s) {
     level1(s + 1);
-    const bool hm = g.pero || s > 0, hq = g.pero || s < ns - 1;
-    step(dst + s * slice, slot(s), hm ? slot(s - 1) : nullptr, hq ? slot(s + 1) : nullptr, s);
+    // Level 2 of slice s from the ring into dst.
+    const double* C = slot(s);
+    const double* M = (g.pero || s > 0) ? slot(s - 1) : nullptr;
+    const double* Q = (g.pero || s < ns - 1) ? slot(s + 1) : nullptr;
+    const double om = s > 0 ? g.ao : g.aolo, oq = s < ns - 1 ? g.ao : g.aohi;
+    double* out = dst + s * slice;
+    if constexpr (D3) {
+      for (long j = ja; j < jb; ++j) {
+        const long r = (j - lo) * nx;
+        const double* ym = (g.pery || j > 0) ? C + r - nx : g.zero;
+        const double* yq = (g.pery || j < ny - 1) ? C + r + nx : g.zero;
+        row(out + j * nx, C + r, ym, yq, j > 0 ? g.ay : g.aylo, j < ny - 1 ? g.ay : g.ayhi, M ? M + r : g.zero,
+            Q ? Q + r : g.zero, om, oq, HasG ? gslice(s) + j * nx : g.zero);
+      }
+    } else {
+      row(out, C, M ? M : g.zero, Q ? Q : g.zero, om, oq, nullptr, nullptr, 0.0, 0.0, gslice(s));
+    }
   }
 }
 
@@ -525,9 +559,9 @@ void ftcs_two_step_unit(const TwoStepGeometry& g, const double* src, double* dst
 #endif
 
 bool HeatOperator::ftcs_two_steps(const View3<double>& out, const View3<double>& in, double dt,
-                                  const View3<double>& Gv, long chunks_wanted) const {
+                                  const View3<double>& Gv, long chunks_wanted, long band_rows) const {
 #if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL)
-  (void)out, (void)in, (void)dt, (void)Gv, (void)chunks_wanted;
+  (void)out, (void)in, (void)dt, (void)Gv, (void)chunks_wanted, (void)band_rows;
   return false;  // the device kernel keeps one step per sweep
 #else
   const int dim = p_.grid.dim;
@@ -539,6 +573,21 @@ bool HeatOperator::ftcs_two_steps(const View3<double>& out, const View3<double>&
   require(out.extent(0) == in.extent(0) && out.extent(1) == in.extent(1) && out.extent(2) == in.extent(2),
           "ftcs_two_steps: out and in have different shapes");
   ScopedRegion region("attnphys::heat_ftcs_two_steps");
+  // Parallel units: (batch item, chunk of slices, band of rows in 3D). A chunk recomputes the level-1 slices at its
+  // two ends, so there are only as many chunks as it takes to give every thread work, each of at least 8 slices. A
+  // 3D band has up to 32768 / nx rows (a ring slice of up to 256 KB: whole planes up to 128 x 254), recomputing one
+  // halo row on each side at level 1. (Narrower bands were not faster at 128³: the sweep is bound by the row
+  // kernel, not by the cache; they keep the ring in cache for large planes.)
+  const long conc = std::max<long>(1, static_cast<long>(ExecSpace().concurrency()));
+  const long chunks = chunks_wanted > 0 ? std::min(chunks_wanted, ns)
+                                        : std::max(1L, std::min(ns / 8, (conc + items - 1) / items));
+  const long band = dim < 3 ? rows
+                    : band_rows > 0 ? std::min(band_rows, rows)
+                                    : std::min(rows, std::max(4L, 32768 / std::max(nx, 1L) - 2));
+  const long bands = (rows + band - 1) / band;
+  const long units = items * chunks * bands;
+  const long rslice = dim == 3 ? (band + 2) * nx : rows * nx;
+  if (long(ring_.size()) < units * 3 * rslice) ring_ = View1<double>("attnphys::heat_ftcs_ring", units * 3 * rslice);
   const int oa = dim == 3 ? 2 : 1;
   TwoStepGeometry g{ns,
                     rows,
@@ -559,13 +608,6 @@ bool HeatOperator::ftcs_two_steps(const View3<double>& out, const View3<double>&
                     dt,
                     has_forcing_ && Gv.size() > 0 ? Gv.data() : nullptr,
                     zero_.data()};
-  // Parallel units: (batch item, chunk of slices); a chunk recomputes the level-1 slices at its two ends, so there
-  // are only as many chunks as it takes to give every thread work, and each has at least 8 slices.
-  const long conc = std::max<long>(1, static_cast<long>(ExecSpace().concurrency()));
-  const long chunks = chunks_wanted > 0 ? std::min(chunks_wanted, ns)
-                                        : std::max(1L, std::min(ns / 8, (conc + items - 1) / items));
-  const long units = items * chunks;
-  if (long(ring_.size()) < units * 3 * g.slice) ring_ = View1<double>("attnphys::heat_ftcs_ring", units * 3 * g.slice);
   const double* src = in.data();
   double* dst = out.data();
   double* ring = ring_.data();
@@ -574,9 +616,11 @@ bool HeatOperator::ftcs_two_steps(const View3<double>& out, const View3<double>&
     constexpr bool D3 = decltype(d3_tag)::value, HasG = decltype(g_tag)::value;
     Kokkos::parallel_for(
         "attnphys::heat_ftcs_two_steps", Kokkos::RangePolicy<ExecSpace>(0, units), KOKKOS_LAMBDA(const long u) {
-          const long item = u / chunks, c = u - item * chunks;
-          ftcs_two_step_unit<D3, HasG>(g, src + item * item_size, dst + item * item_size, ring + u * 3 * g.slice,
-                                       c * ns / chunks, (c + 1) * ns / chunks);
+          const long item = u / (chunks * bands), rest = u - item * chunks * bands;
+          const long c = rest / bands, bb = rest - c * bands;
+          ftcs_two_step_unit<D3, HasG>(g, src + item * item_size, dst + item * item_size, ring + u * 3 * rslice,
+                                       c * ns / chunks, (c + 1) * ns / chunks, bb * band,
+                                       std::min(rows, (bb + 1) * band));
         });
   };
   using T = std::true_type;

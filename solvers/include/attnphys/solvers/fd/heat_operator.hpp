@@ -59,9 +59,10 @@ class HeatOperator {
   // per two steps instead of per step. Returns false and does nothing where it does not apply (device builds,
   // variable κ, time-dependent forcing, 1D, fewer than 4 slices); out must not alias in. Same result as two
   // combine() steps up to rounding. `chunks` (0: enough for every thread) splits each item's slices into that many
-  // parallel units, each recomputing the intermediate slices at its two ends.
+  // parallel units, each recomputing the intermediate slices at its two ends; in 3D `band_rows` (0: sized for the
+  // cache) splits each plane into bands of rows swept one after another, each recomputing one halo row per side.
   bool ftcs_two_steps(const View3<double>& out, const View3<double>& in, double dt, const View3<double>& G,
-                      long chunks = 0) const;
+                      long chunks = 0, long band_rows = 0) const;
 
   // rhs ← (I - s·L_axis)⁻¹ rhs on every line of the axis: a Thomas solve per line (Sherman–Morrison for periodic
   // axes), with the factorisation for this s cached.
