@@ -112,8 +112,10 @@ def run_torch(psi, n, sigma, repeat):
         # (Debian's torch calls OpenBLAS from inside its threads; letting OpenBLAS start threads of its own as well
         # oversubscribes the cores and was 2-4x slower).
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-        out = subprocess.run([sys.executable, __file__, "--torch-worker", path], check=True, capture_output=True,
-                             text=True, env=env)
+        out = subprocess.run([sys.executable, __file__, "--torch-worker", path], capture_output=True, text=True,
+                             env=env)
+        if out.returncode != 0:
+            sys.exit(f"N={n}: the PyTorch worker failed:\n{out.stderr}")
         res = json.loads(out.stdout.strip().splitlines()[-1])
         return res, np.load(path + ".logpsi.npy")
 

@@ -18,10 +18,31 @@ namespace attnphys::ops {
 
 namespace {
 #ifdef ATTNPHYS_VECTOR_ERF
-inline double host_erf(double x) { return ::erf(x); }
-inline float host_erf(float x) { return ::erff(x); }
-constexpr long kGeluBlock = 1024;  // elements per host iteration: a plain loop the compiler vectorises
+inline double gelu_erf(double x) { return ::erf(x); }
+inline float gelu_erf(float x) { return ::erff(x); }
+#else
+template <class T>
+KOKKOS_INLINE_FUNCTION T gelu_erf(T x) {
+  return math::erf(x);
+}
 #endif
+
+// f(i) for every i < n. With the vector erf, blocks of 1024 elements per Kokkos iteration, each a plain loop the
+// compiler vectorises (erf included); otherwise one element per iteration (the device layout).
+template <class F>
+void elementwise(const char* label, long n, const F& f) {
+#ifdef ATTNPHYS_VECTOR_ERF
+  constexpr long block = 1024;
+  Kokkos::parallel_for(
+      label, Kokkos::RangePolicy<ExecSpace>(0, (n + block - 1) / block), KOKKOS_LAMBDA(long b) {
+        const long i1 = (b + 1) * block < n ? (b + 1) * block : n;
+#pragma GCC ivdep
+        for (long i = b * block; i < i1; ++i) f(i);
+      });
+#else
+  Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(0, n), f);
+#endif
+}
 // Σ_k f(p[k]) over a short contiguous row in eight interleaved partial sums, added pairwise at the end: the
 // compiler keeps the eight lanes in one vector register (a single running sum is a chain of dependent adds that it
 // may not reorder, and a layer norm over d = 16 would wait on it twice per row).
@@ -137,24 +158,10 @@ void gelu_forward(const Mat<T>& y, const ConstMat<T>& x) {
   const long n = long(x.extent(0)) * long(x.extent(1));
   T* py = y.data();
   const T* px = x.data();
-#ifdef ATTNPHYS_VECTOR_ERF
-  Kokkos::parallel_for(
-      "attnphys::gelu_forward", Kokkos::RangePolicy<ExecSpace>(0, (n + kGeluBlock - 1) / kGeluBlock),
-      KOKKOS_LAMBDA(long b) {
-        const long i1 = (b + 1) * kGeluBlock < n ? (b + 1) * kGeluBlock : n;
-#pragma GCC ivdep
-        for (long i = b * kGeluBlock; i < i1; ++i) {
-          const T v = px[i];
-          py[i] = T(0.5) * v * (T(1) + host_erf(v * T(0.70710678118654752440)));
-        }
-      });
-#else
-  Kokkos::parallel_for(
-      "attnphys::gelu_forward", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long i) {
-        const T v = px[i];
-        py[i] = T(0.5) * v * (T(1) + math::erf(v * T(0.70710678118654752440)));
-      });
-#endif
+  elementwise("attnphys::gelu_forward", n, KOKKOS_LAMBDA(long i) {
+    const T v = px[i];
+    py[i] = T(0.5) * v * (T(1) + gelu_erf(v * T(0.70710678118654752440)));
+  });
 }
 
 template <class T>
@@ -164,28 +171,12 @@ void gelu_backward(const Mat<T>& dx, const ConstMat<T>& dy, const ConstMat<T>& x
   T* pdx = dx.data();
   const T* pdy = dy.data();
   const T* px = x.data();
-#ifdef ATTNPHYS_VECTOR_ERF
-  Kokkos::parallel_for(
-      "attnphys::gelu_backward", Kokkos::RangePolicy<ExecSpace>(0, (n + kGeluBlock - 1) / kGeluBlock),
-      KOKKOS_LAMBDA(long b) {
-        const long i1 = (b + 1) * kGeluBlock < n ? (b + 1) * kGeluBlock : n;
-#pragma GCC ivdep
-        for (long i = b * kGeluBlock; i < i1; ++i) {
-          const T v = px[i];
-          const T cdf = T(0.5) * (T(1) + host_erf(v * T(0.70710678118654752440)));
-          const T pdf = T(0.39894228040143267794) * math::exp(T(-0.5) * v * v);
-          pdx[i] = pdy[i] * (cdf + v * pdf);
-        }
-      });
-#else
-  Kokkos::parallel_for(
-      "attnphys::gelu_backward", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long i) {
-        const T v = px[i];
-        const T cdf = T(0.5) * (T(1) + math::erf(v * T(0.70710678118654752440)));
-        const T pdf = T(0.39894228040143267794) * math::exp(T(-0.5) * v * v);
-        pdx[i] = pdy[i] * (cdf + v * pdf);
-      });
-#endif
+  elementwise("attnphys::gelu_backward", n, KOKKOS_LAMBDA(long i) {
+    const T v = px[i];
+    const T cdf = T(0.5) * (T(1) + gelu_erf(v * T(0.70710678118654752440)));
+    const T pdf = T(0.39894228040143267794) * math::exp(T(-0.5) * v * v);
+    pdx[i] = pdy[i] * (cdf + v * pdf);
+  });
 }
 
 template <class T>

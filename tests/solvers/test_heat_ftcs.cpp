@@ -210,6 +210,19 @@ TEST(HeatFtcs, TwoStepsPerSweepEqualTwoSingleSteps) {
                                                            << ", chunks " << chunks << ", band " << band;
       }
   }
+  // A problem with boundary data needs its forcing: leaving it out is an error, not a silently unforced step.
+  {
+    HeatProblem p = make_problem(2, {6, 8, 1}, {1.0 / 6, 1.0 / 8, 1}, 1.0, "periodic");
+    p.bc[1] = {BoundaryCondition::dirichlet(1.0), BoundaryCondition::dirichlet(0.0)};
+    fd::HeatOperator op(p);
+    View3<double> u("u", 1, 8, 6), o("o", 1, 8, 6);
+    try {
+      op.ftcs_two_steps(o, u, 0.5 * op.ftcs_limit(), {});
+      ADD_FAILURE() << "expected a missing forcing to be refused";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("pass its forcing"), std::string::npos) << e.what();
+    }
+  }
   // Where it does not apply it says so and leaves the output alone: 1D, variable κ, fewer than 4 slices.
   auto p1 = make_problem(1, {16, 1, 1}, {1.0 / 16, 1, 1}, 1.0, "periodic");
   fd::HeatOperator op1(p1);

@@ -230,6 +230,34 @@ void host_row_interior(double* o, const double* xr, const double* yr, const doub
     }
   }
 }
+
+// Host, constant κ: one whole row, the interior in host_row_interior and the two end cells here (wrapped or
+// zero-ghost x neighbours, the low/high x face coefficients axlo/axhi):
+//   out_i = x_i + ccen·u_i + cl·u_{i-1} + cr·u_{i+1} + Σ (neighbour-row coefficient · value) [+ g1·G1 + g2·G2],
+// ccen = -(sum of the cell's face coefficients). Used by combine() and by the two-step FTCS sweep.
+template <bool Y, bool Z, bool G>
+void host_row_const(double* o, const double* xr, const double* yr, const double* ym, const double* yq,
+                    const double* zm, const double* zq, const double* g1r, const double* g2r, const long nx,
+                    const double ax, const double axlo, const double axhi, const bool perx, const double bym,
+                    const double byq, const double bzm, const double bzq, const double g1, const double g2,
+                    const bool same) {
+  const double cyz = -(bym + byq + bzm + bzq);
+  host_row_interior<Y, Z, G>(o, xr, yr, ym, yq, zm, zq, g1r, g2r, nx, cyz - 2.0 * ax, ax, bym, byq, bzm, bzq, g1, g2,
+                             same);
+  auto cell = [&](const long i, const double ul, const double ur, const double cl, const double cr) {
+    double v = xr[i] + (cyz - cl - cr) * yr[i] + (cl * ul + cr * ur);
+    if constexpr (Y) v += bym * ym[i] + byq * yq[i];
+    if constexpr (Z) v += bzm * zm[i] + bzq * zq[i];
+    if constexpr (G) v += g1 * g1r[i] + g2 * g2r[i];
+    o[i] = v;
+  };
+  if (nx == 1) {
+    cell(0, perx ? yr[0] : 0.0, perx ? yr[0] : 0.0, axlo, axhi);
+    return;
+  }
+  cell(0, perx ? yr[nx - 1] : 0.0, yr[1], axlo, ax);
+  cell(nx - 1, yr[nx - 2], perx ? yr[0] : 0.0, ax, axhi);
+}
 #endif
 
 template <bool Var>
@@ -404,20 +432,9 @@ void HeatOperator::combine_kernel(const View3<double>& out, const View3<double>&
             for (long i = 1; i < nx - 1; ++i) cell(i, yr[i - 1], yr[i + 1], sx * cxr[i], sx * cxr[i + 1]);
             ends(cell);
           } else {
-            // Constant κ: the row's coefficients are scalars and the update is a weighted sum of the stencil values,
-            // out_i = x_i + ccen·u_i + cl·u_{i-1} + cr·u_{i+1} + Σ (neighbour-row coefficient · value) with
-            // ccen = -(sum of the cell's face coefficients); the interior in host_row_interior.
-            const double cyz = -(bym + byq + bzm + bzq);
-            auto cell = [&](const long i, const double ul, const double ur, const double cl, const double cr) {
-              double v = xr[i] + (cyz - cl - cr) * yr[i] + (cl * ul + cr * ur);
-              if constexpr (Y) v += bym * ym[i] + byq * yq[i];
-              if constexpr (Z) v += bzm * zm[i] + bzq * zq[i];
-              if constexpr (G) v += g1 * g1r[i] + g2 * g2r[i];
-              o[i] = v;
-            };
-            host_row_interior<Y, Z, G>(o, xr, yr, ym, yq, zm, zq, g1r, g2r, nx, cyz - 2.0 * ax, ax, bym, byq, bzm, bzq,
-                                       g1, g2, same);
-            ends(cell);
+            // Constant κ: the row's coefficients are scalars (host_row_const).
+            host_row_const<Y, Z, G>(o, xr, yr, ym, yq, zm, zq, g1r, g2r, nx, ax, axlo, axhi, perx, bym, byq, bzm, bzq,
+                                    g1, g2, same);
           }
         });
   };
@@ -443,38 +460,6 @@ template void HeatOperator::combine_kernel<false>(const View3<double>&, const Vi
 
 #if !(defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL))
 namespace {
-
-// The two end cells of a constant-κ FTCS row, out = u + L u [+ g1·G] with the coefficients already scaled by Δt
-// (wrapped or zero-ghost x neighbours).
-template <bool Z, bool G>
-void ftcs_row_ends(double* o, const double* yr, const double* ym, const double* yq, const double* zm,
-                   const double* zq, const double* gr, long nx, double ax, double axlo, double axhi, bool perx,
-                   double bym, double byq, double bzm, double bzq, double g1) {
-  const double cyz = -(bym + byq + bzm + bzq);
-  auto cell = [&](long i, double ul, double ur, double cl, double cr) {
-    double v = yr[i] + (cyz - cl - cr) * yr[i] + (cl * ul + cr * ur) + bym * ym[i] + byq * yq[i];
-    if constexpr (Z) v += bzm * zm[i] + bzq * zq[i];
-    if constexpr (G) v += g1 * gr[i];
-    o[i] = v;
-  };
-  if (nx == 1) {
-    cell(0, perx ? yr[0] : 0.0, perx ? yr[0] : 0.0, axlo, axhi);
-    return;
-  }
-  cell(0, perx ? yr[nx - 1] : 0.0, yr[1], axlo, ax);
-  cell(nx - 1, yr[nx - 2], perx ? yr[0] : 0.0, ax, axhi);
-}
-
-// One constant-κ FTCS row: the interior in host_row_interior, the two end cells in ftcs_row_ends.
-template <bool Z, bool G>
-void ftcs_row(double* o, const double* yr, const double* ym, const double* yq, const double* zm, const double* zq,
-              const double* gr, const double* zero, long nx, double ax, double axlo, double axhi, bool perx,
-              double bym, double byq, double bzm, double bzq, double g1) {
-  const double cyz = -(bym + byq + bzm + bzq);
-  host_row_interior<true, Z, G>(o, yr, yr, ym, yq, zm, zq, gr, zero, nx, cyz - 2.0 * ax, ax, bym, byq, bzm, bzq, g1,
-                                0.0, true);
-  ftcs_row_ends<Z, G>(o, yr, ym, yq, zm, zq, gr, nx, ax, axlo, axhi, perx, bym, byq, bzm, bzq, g1);
-}
 
 // What one unit of ftcs_two_steps needs: slices along the outermost axis (3D: z planes of `rows` rows; 2D: the y
 // rows of one batch item), Δt-scaled coefficients (x; y inside a 3D plane; the outer axis), the static forcing.
@@ -502,12 +487,8 @@ void ftcs_two_step_unit(const TwoStepGeometry& g, const double* src, double* dst
   // One row: out, its values, the y and z (3D) or y (2D: the outer axis) neighbour rows and their coefficients.
   auto row = [&](double* o, const double* cur, const double* ym, const double* yq, double bym, double byq,
                  const double* zm, const double* zq, double bzm, double bzq, const double* gr) {
-    if constexpr (D3)
-      ftcs_row<true, HasG>(o, cur, ym, yq, zm, zq, gr, g.zero, nx, g.ax, g.axlo, g.axhi, g.perx, bym, byq, bzm, bzq,
-                           g.g1);
-    else
-      ftcs_row<false, HasG>(o, cur, ym, yq, g.zero, g.zero, gr, g.zero, nx, g.ax, g.axlo, g.axhi, g.perx, bym, byq,
-                            0.0, 0.0, g.g1);
+    host_row_const<true, D3, HasG>(o, cur, cur, ym, yq, D3 ? zm : g.zero, D3 ? zq : g.zero, gr, g.zero, nx, g.ax,
+                                   g.axlo, g.axhi, g.perx, bym, byq, D3 ? bzm : 0.0, D3 ? bzq : 0.0, g.g1, 0.0, true);
   };
   // Level 1 of slice s (unwrapped pipeline index) from src into its ring slot.
   auto level1 = [&](long s) {
@@ -572,6 +553,11 @@ bool HeatOperator::ftcs_two_steps(const View3<double>& out, const View3<double>&
   require(out.data() != in.data(), "ftcs_two_steps: out must not alias in");
   require(out.extent(0) == in.extent(0) && out.extent(1) == in.extent(1) && out.extent(2) == in.extent(2),
           "ftcs_two_steps: out and in have different shapes");
+  const auto e = spatial();
+  require(!has_forcing_ || (long(Gv.extent(0)) == e[0] && long(Gv.extent(1)) == e[1] && long(Gv.extent(2)) == e[2]),
+          "ftcs_two_steps: this problem has boundary data or a source; pass its forcing (HeatOperator::forcing) with "
+          "the spatial shape (", e[0], ", ", e[1], ", ", e[2], "), got (", Gv.extent(0), ", ", Gv.extent(1), ", ",
+          Gv.extent(2), ")");
   ScopedRegion region("attnphys::heat_ftcs_two_steps");
   // Parallel units: (batch item, chunk of slices, band of rows in 3D). A chunk recomputes the level-1 slices at its
   // two ends, so there are only as many chunks as it takes to give every thread work, each of at least 8 slices. A
@@ -606,7 +592,7 @@ bool HeatOperator::ftcs_two_steps(const View3<double>& out, const View3<double>&
                     dt * clo_[oa],
                     dt * chi_[oa],
                     dt,
-                    has_forcing_ && Gv.size() > 0 ? Gv.data() : nullptr,
+                    has_forcing_ ? Gv.data() : nullptr,
                     zero_.data()};
   const double* src = in.data();
   double* dst = out.data();
