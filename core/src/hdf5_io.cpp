@@ -3,6 +3,7 @@
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -51,15 +52,16 @@ hid_t open_object(hid_t file, const std::string& name) {
 
 void write_string_attr(hid_t obj, const std::string& name, const std::string& value) {
   if (H5Aexists(obj, name.c_str()) > 0) H5Adelete(obj, name.c_str());
+  // Variable-length UTF-8, as h5py writes strings (h5py then reads them back as str, not bytes); Reader reads
+  // these and the fixed-length strings of earlier files alike.
   Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(type, value.empty() ? 1 : value.size());
-  H5Tset_strpad(type, H5T_STR_NULLPAD);
+  H5Tset_size(type, H5T_VARIABLE);
   H5Tset_cset(type, H5T_CSET_UTF8);
   Handle space(H5Screate(H5S_SCALAR), H5Sclose);
   Handle attr(H5Acreate2(obj, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
   require(attr.id >= 0, "HDF5: cannot create attribute '", name, "'");
-  const std::string v = value.empty() ? std::string(1, '\0') : value;
-  require(H5Awrite(attr, type, v.data()) >= 0, "HDF5: cannot write attribute '", name, "'");
+  const char* v = value.c_str();
+  require(H5Awrite(attr, type, &v) >= 0, "HDF5: cannot write attribute '", name, "'");
 }
 
 void write_numeric_attr(hid_t obj, const std::string& name, hid_t type, const void* data, hsize_t n) {
@@ -187,7 +189,7 @@ void Writer::commit() {
 
 // ---------------------------------------------------------------------------------------------------- Reader
 
-Reader::Reader(const std::string& path, const std::string& expected_kind, int max_version) : path_(path) {
+void Reader::open(const std::string& path) {
   silence_hdf5();
   std::error_code ec;
   require(std::filesystem::exists(path, ec), "file '", path, "' does not exist");
@@ -198,25 +200,72 @@ Reader::Reader(const std::string& path, const std::string& expected_kind, int ma
   file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   require(file_ >= 0, "cannot open '", path, "' (", size, " bytes) as HDF5: the file is truncated or corrupted; ",
           "regenerate it or use an earlier copy");
-  if (!has_attr("/", "attnphys_kind") || !has_attr("/", "attnphys_format_version")) {
+}
+
+Reader::Reader(const std::string& path, const std::string& expected_kind, int max_version) : path_(path) {
+  open(path);
+  try {
+    require_kind(expected_kind, max_version);
+  } catch (...) {
     H5Fclose(file_);
     file_ = -1;
-    fail("'", path, "' is an HDF5 file but was not written by attnphys (no attnphys_kind attribute)",
-         expected_kind.empty() ? "" : "; expected an attnphys " + expected_kind);
+    throw;
   }
+}
+
+Reader::Reader(const std::string& path, AnyFile) : path_(path) { open(path); }
+
+bool Reader::is_attnphys() const {
+  return has_attr("/", "attnphys_kind") && has_attr("/", "attnphys_format_version");
+}
+
+void Reader::require_kind(const std::string& expected_kind, int max_version) const {
+  if (!is_attnphys())
+    fail("'", path_, "' is an HDF5 file but was not written by attnphys (no attnphys_kind attribute)",
+         expected_kind.empty() ? "" : "; expected an attnphys " + expected_kind);
   const std::string k = kind();
   const long v = format_version();
-  if (!expected_kind.empty() && k != expected_kind) {
-    H5Fclose(file_);
-    file_ = -1;
-    fail("'", path, "' is an attnphys ", k, ", not a ", expected_kind);
-  }
-  if (v > max_version || v < 1) {
-    H5Fclose(file_);
-    file_ = -1;
-    fail("'", path, "' has ", k, " format version ", v, "; this attnphys reads versions 1 to ", max_version,
+  if (!expected_kind.empty() && k != expected_kind) fail("'", path_, "' is an attnphys ", k, ", not a ", expected_kind);
+  if (v > max_version || v < 1)
+    fail("'", path_, "' has ", k, " format version ", v, "; this attnphys reads versions 1 to ", max_version,
          v > max_version ? " (upgrade attnphys)" : "");
+}
+
+bool Reader::is_numeric_dataset(const std::string& name) const {
+  if (name.empty() || !has(name)) return false;
+  Handle ds(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);  // fails (silently) on a group
+  if (ds.id < 0) return false;
+  Handle type(H5Dget_type(ds), H5Tclose);
+  const H5T_class_t c = H5Tget_class(type);
+  return c == H5T_FLOAT || c == H5T_INTEGER;
+}
+
+namespace {
+// Link visitor: the names that open as datasets (groups and other objects do not).
+#if H5_VERSION_GE(1, 12, 0)
+herr_t collect_dataset(hid_t group, const char* name, const H5L_info2_t*, void* out) {
+#else
+herr_t collect_dataset(hid_t group, const char* name, const H5L_info_t*, void* out) {
+#endif
+  const hid_t ds = H5Dopen2(group, name, H5P_DEFAULT);
+  if (ds >= 0) {
+    static_cast<std::vector<std::string>*>(out)->push_back(name);
+    H5Dclose(ds);
   }
+  return 0;
+}
+}  // namespace
+
+std::vector<std::string> Reader::datasets() const {
+  std::vector<std::string> out;
+#if H5_VERSION_GE(1, 12, 0)
+  H5Lvisit2(file_, H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &out);
+#else
+  H5Lvisit(file_, H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &out);
+#endif
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 Reader::~Reader() {
@@ -288,6 +337,7 @@ std::string Reader::attr_string(const std::string& object, const std::string& na
   if (H5Tis_variable_str(type) > 0) {  // written by h5py, for instance
     Handle mtype(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(mtype, H5T_VARIABLE);
+    H5Tset_cset(mtype, H5Tget_cset(type));
     char* s = nullptr;
     require(H5Aread(attr, mtype, &s) >= 0, "cannot read attribute '", name, "' of '", path_, "'");
     std::string out = s ? s : "";

@@ -51,9 +51,31 @@ def generate_pairs(shape, dx, count, first=0, seed=0, kappa=1.0, bc="periodic", 
                                 0.0 if dt is None else float(dt), kind, length_scale)
 
 
+def _overrides(section, options):
+    """{"kappa": "lognormal", "kappa_contrast": 10} -> ["family.kappa=lognormal", "family.kappa_contrast=10"]."""
+    out = []
+    for key, value in (options or {}).items():
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, (list, tuple)):
+            text = "[" + ", ".join(repr(float(v)) for v in value) + "]"
+        else:
+            text = str(value)
+        out.append(f"{section}.{key}={text}")
+    return out
+
+
 def write_dataset(path, shape, dx, samples, nt=2, t_start=0.0, delta_t=0.01, seed=0, kappa=1.0, bc="periodic",
-                  method="adi", kind="grf", length_scale=0.1, chunk=16, config=""):
-    """Writes an HDF5 dataset in the PDEBench layout (data[sample, t, x, (y), 1], grid/x, grid/y, grid/t) through
-    a temporary file renamed into place; returns a summary dict."""
+                  method="adi", kind="grf", length_scale=0.1, chunk=16, config="", family=None, nonlinear=None):
+    """Writes an HDF5 dataset in the PDEBench layout (data[sample, t, x, (y, (z)), 1], grid/x, grid/y, grid/z,
+    grid/t) through a temporary file renamed into place; returns a summary dict.
+
+    family: per-sample problem families, the keys of `attnphys heat dataset`'s [family] section, e.g.
+        {"kappa": "lognormal", "kappa_contrast": 10, "source": "grf", "boundary": "random"}; varying inputs are
+        written as the channels kappa, source, boundary (+ boundary_faces/*).
+    nonlinear: the κ(u) law of u_t = div(κ(u) grad u), the [nonlinear] keys, e.g. {"law": "quadratic",
+        "kappa0": 1.0, "beta": 2.0} or {"law": "table", "table_u": [...], "table_kappa": [...]}.
+    """
+    overrides = _overrides("family", family) + _overrides("nonlinear", nonlinear)
     return _heat.write_dataset(str(path), list(shape), float(dx), samples, nt, t_start, delta_t, seed, float(kappa),
-                               bc, method, kind, length_scale, chunk, config)
+                               bc, method, kind, length_scale, chunk, config, overrides)

@@ -2,7 +2,9 @@
 // Arrays cross as numpy in the solver's axis order: (nx,), (ny, nx) or (nz, ny, nx), the last axis x.
 #include <Kokkos_Core.hpp>
 
+#include "attnphys/physics/heat/families.hpp"
 #include "attnphys/physics/heat/initial_conditions.hpp"
+#include "attnphys/physics/heat/nonlinear.hpp"
 #include "attnphys/solvers/fd/heat_dataset.hpp"
 #include "bindings.hpp"
 
@@ -147,11 +149,25 @@ void bind_heat(py::module_& m) {
       "write_dataset",
       [](const std::string& path, std::vector<long> shape, double dx, long samples, long nt, double t_start,
          double delta_t, long seed, double kappa, const std::string& bc, const std::string& method,
-         const std::string& kind, double length_scale, long chunk, const std::string& config) {
+         const std::string& kind, double length_scale, long chunk, const std::string& config,
+         const std::vector<std::string>& overrides) {
         auto p = problem_for(shape, dx, bc);
         p.kappa = kappa;
         p.validate();
         auto ic = ic_options(kind, length_scale, "gaussian", 6, 4, 0.08, 1.0);
+        // The family and the κ(u) law through the same option keys as `attnphys heat dataset` (family.*,
+        // nonlinear.*): unknown keys are refused with the nearest valid one.
+        heat::HeatFamilyOptions fo;
+        heat::KappaLawOptions lo;
+        fd::NonlinearHeatOptions no;
+        OptionSet set;
+        fo.declare(set);
+        lo.declare(set);
+        no.declare(set);
+        set.set_all(overrides);
+        const auto family = fo.build(p, std::uint64_t(seed));
+        const heat::KappaLaw law = lo.enabled() ? lo.build() : heat::KappaLaw{};
+        const auto picard = no.build();
         fd::HeatDatasetOptions o;
         o.output = path;
         o.samples = samples;
@@ -163,10 +179,11 @@ void bind_heat(py::module_& m) {
         o.progress = false;
         fd::HeatSolveOptions so;
         so.method = fd::parse_method(method);
+        if (so.method == fd::Method::CrankNicolson && p.grid.dim > 1) so.method = fd::Method::Adi;
         fd::HeatDatasetSummary s;
         {
           py::gil_scoped_release release;
-          s = fd::write_heat_dataset(p, ic, so, o, config);
+          s = fd::write_heat_dataset(p, ic, family, lo.enabled() ? &law : nullptr, picard, so, o, config);
         }
         py::dict d;
         d["path"] = s.path;
@@ -174,12 +191,14 @@ void bind_heat(py::module_& m) {
         d["nt"] = s.nt;
         d["seconds"] = s.seconds;
         d["solver_dt"] = s.solver_dt;
+        d["family"] = family.describe();
+        d["nonlinear"] = lo.enabled();
         return d;
       },
       py::arg("path"), py::arg("shape"), py::arg("dx"), py::arg("samples"), py::arg("nt") = 2,
       py::arg("t_start") = 0.0, py::arg("delta_t") = 0.01, py::arg("seed") = 0, py::arg("kappa") = 1.0,
       py::arg("bc") = "periodic", py::arg("method") = "adi", py::arg("kind") = "grf", py::arg("length_scale") = 0.1,
-      py::arg("chunk") = 16, py::arg("config") = "");
+      py::arg("chunk") = 16, py::arg("config") = "", py::arg("overrides") = std::vector<std::string>{});
 }
 
 static BindRegistrar reg("heat", bind_heat);

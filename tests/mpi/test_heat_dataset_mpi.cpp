@@ -114,3 +114,59 @@ TEST(HeatDatasetMpi, AnOutputRankZeroCannotCreateFailsOnEveryRank) {
   EXPECT_FALSE(fs::exists(o.output));
   if (world.is_root()) fs::remove_all(fs::path(o.output).parent_path().parent_path().parent_path());  // the pid dir
 }
+
+TEST(HeatDatasetMpi, FamilyFilesAtTwoRanksEqualTheOneRankFileInEveryChannel) {
+  // Per-sample κ, sources and boundary data (2D) and a 3D variable-κ family: every channel bit for bit.
+  const Comm world = Comm::world();
+  struct FamilyCase {
+    int dim;
+    std::array<long, 3> n;
+    heat::HeatFamily family;
+  };
+  heat::HeatFamily all;
+  all.kappa = heat::KappaFamily::LogNormal;
+  all.source = heat::SourceFamily::Grf;
+  all.boundary = heat::BoundaryFamily::Random;
+  all.seed = 3;
+  heat::HeatFamily piecewise;
+  piecewise.kappa = heat::KappaFamily::Piecewise;
+  piecewise.seed = 3;
+  const FamilyCase cases[] = {{2, {10, 8, 1}, all}, {3, {6, 6, 5}, piecewise}};
+  int k = 0;
+  for (const auto& c : cases) {
+    const fs::path dir = shared_dir("family" + std::to_string(k++));
+    std::array<double, 3> h{1.0 / c.n[0], 1.0 / c.n[1], c.dim > 2 ? 1.0 / c.n[2] : 1.0};
+    auto p = heat::make_problem(c.dim, c.n, h, 1.0, "dirichlet");
+    heat::InitialConditionOptions ic;
+    fd::HeatDatasetOptions o;
+    o.samples = 5;
+    o.chunk = 2;
+    o.nt = 2;
+    o.seed = 3;
+    o.delta_t = 0.002;
+    o.progress = false;
+    o.output = (dir / "two_ranks.h5").string();
+    fd::write_heat_dataset(p, ic, c.family, nullptr, fd::NonlinearOptions{}, fd::HeatSolveOptions{}, o, "", {},
+                           world);
+    world.barrier();
+    if (world.is_root()) {
+      o.output = (dir / "one_rank.h5").string();
+      fd::write_heat_dataset(p, ic, c.family, nullptr, fd::NonlinearOptions{}, fd::HeatSolveOptions{}, o, "", {},
+                             Comm::self());
+      expect_same_file((dir / "two_ranks.h5").string(), o.output);
+      h5::Reader ra((dir / "two_ranks.h5").string(), "heat_dataset", 1), rb(o.output, "heat_dataset", 1);
+      EXPECT_EQ(ra.attr_string("/", "channels"), rb.attr_string("/", "channels"));
+      for (const char* ch : {"kappa", "source", "boundary", "boundary_faces/x0", "boundary_faces/y1"}) {
+        ASSERT_EQ(ra.has(ch), rb.has(ch)) << ch;
+        if (!ra.has(ch)) continue;
+        const auto a = ra.read<float>(ch), b = rb.read<float>(ch);
+        ASSERT_EQ(a.size(), b.size()) << ch;
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << ch << " differs";
+      }
+      EXPECT_TRUE(ra.has("kappa"));
+      if (c.dim == 3) EXPECT_TRUE(ra.has("grid/z"));
+    }
+    world.barrier();
+    if (world.is_root()) fs::remove_all(dir);
+  }
+}

@@ -75,6 +75,30 @@ void HeatProblem::validate() const {
         bad);
     require(bad == 0, "kappa field has ", bad, " negative, NaN or infinite value(s): diffusivity must be >= 0");
   }
+  if (source_field.size() > 0) {
+    const auto e = spatial_extents();
+    require(long(source_field.extent(0)) == e[0] && long(source_field.extent(1)) == e[1] &&
+                long(source_field.extent(2)) == e[2],
+            "source field has shape (", source_field.extent(0), ", ", source_field.extent(1), ", ",
+            source_field.extent(2), "), the grid needs (", e[0], ", ", e[1], ", ", e[2], ") (z, y, x)");
+    const auto f = source_field;
+    long bad = 0;
+    Kokkos::parallel_reduce(
+        "attnphys::heat_validate_source", Kokkos::RangePolicy<ExecSpace>(0, f.size()),
+        KOKKOS_LAMBDA(const long i, long& b) {
+          if (!math::isfinite(f.data()[i])) ++b;
+        },
+        bad);
+    require(bad == 0, "source field has ", bad, " NaN or infinite value(s)");
+  }
+}
+
+bool HeatProblem::homogeneous() const {
+  if (has_source()) return false;
+  for (int a = 0; a < grid.dim; ++a)
+    for (int s = 0; s < 2; ++s)
+      if (bc[a][s].type != BcType::Periodic && bc[a][s].nonzero()) return false;
+  return true;
 }
 
 double HeatProblem::kappa_max() const {

@@ -100,6 +100,54 @@ void initial_conditions(const HeatProblem& p, const InitialConditionOptions& o, 
           coef(s, q, 0) = w * r.normal();
           coef(s, q, 1) = w * r.normal();
         });
+    if (dim == 3) {
+      // Re Σ_abc C_abc e^{i(kx_a x + ky_b y + kz_c z)}, C = A − iB, summed one axis at a time:
+      // T1(s, c, b, x) = Σ_a C e^{i kx_a x}, T2(s, c, y, x) = Σ_b T1 e^{i ky_b y}, u(s, z, y, x) = Re Σ_c T2 e^{i kz_c z}.
+      View3<double> t1r("attnphys::grf_t1r", count * mz, my, nx), t1i("attnphys::grf_t1i", count * mz, my, nx);
+      Kokkos::parallel_for(
+          "attnphys::grf_pass_x", Kokkos::RangePolicy<ExecSpace>(0, count * mz * my * nx), KOKKOS_LAMBDA(const long t) {
+            const long i = t % nx, b = (t / nx) % my, sc = t / (nx * my), c = sc % mz, s = sc / mz;
+            const double x = x0x + i * hx;
+            double re = 0.0, im = 0.0;
+            for (long a = 0; a < mx; ++a) {
+              const long q = a + mx * (b + my * c);
+              const double th = 2 * M_PI * (a - Mx) * x / Lx, cr = coef(s, q, 0), ci = -coef(s, q, 1);
+              const double co = math::cos(th), si = math::sin(th);
+              re += cr * co - ci * si;
+              im += cr * si + ci * co;
+            }
+            t1r(sc, b, i) = re;
+            t1i(sc, b, i) = im;
+          });
+      View3<double> t2r("attnphys::grf_t2r", count * mz, ny, nx), t2i("attnphys::grf_t2i", count * mz, ny, nx);
+      Kokkos::parallel_for(
+          "attnphys::grf_pass_y", Kokkos::RangePolicy<ExecSpace>(0, count * mz * ny * nx), KOKKOS_LAMBDA(const long t) {
+            const long i = t % nx, j = (t / nx) % ny, sc = t / (nx * ny);
+            const double y = x0y + j * hy;
+            double re = 0.0, im = 0.0;
+            for (long b = 0; b < my; ++b) {
+              const double th = 2 * M_PI * (b - My) * y / Ly, co = math::cos(th), si = math::sin(th);
+              const double ar = t1r(sc, b, i), ai = t1i(sc, b, i);
+              re += ar * co - ai * si;
+              im += ar * si + ai * co;
+            }
+            t2r(sc, j, i) = re;
+            t2i(sc, j, i) = im;
+          });
+      Kokkos::parallel_for(
+          "attnphys::grf_pass_z", Kokkos::RangePolicy<ExecSpace>(0, count * cells), KOKKOS_LAMBDA(const long t) {
+            const long s = t / cells, cl = t - s * cells;
+            const long i = cl % nx, j = (cl / nx) % ny, k = cl / (nx * ny);
+            const double z = x0z + k * hz;
+            double v = 0.0;
+            for (long c = 0; c < mz; ++c) {
+              const double th = 2 * M_PI * (c - Mz) * z / Lz;
+              v += t2r(s * mz + c, j, i) * math::cos(th) - t2i(s * mz + c, j, i) * math::sin(th);
+            }
+            out(s, cl) = v;
+          });
+      return;
+    }
     Kokkos::parallel_for(
         "attnphys::grf_fields", Kokkos::RangePolicy<ExecSpace>(0, count * cells), KOKKOS_LAMBDA(const long t) {
           const long s = t / cells, c = t - s * cells;
@@ -152,13 +200,18 @@ void initial_conditions(const HeatProblem& p, const InitialConditionOptions& o, 
 }
 
 View3<double> random_kappa(const HeatProblem& p, double lo, double hi, double length_scale, std::uint64_t seed) {
+  return random_kappa_at(p, lo, hi, length_scale, seed, long(kKappaStream));
+}
+
+View3<double> random_kappa_at(const HeatProblem& p, double lo, double hi, double length_scale, std::uint64_t seed,
+                              long first) {
   require(lo > 0 && hi > 0 && std::isfinite(lo) && std::isfinite(hi), "random kappa: lo and hi must be positive");
   const auto e = p.spatial_extents();
   const long cells = e[0] * e[1] * e[2];
   InitialConditionOptions o;
   o.length_scale = length_scale;
   View2<double> g("attnphys::kappa_grf", 2, cells);
-  initial_conditions(p, o, seed, long(kKappaStream), g);
+  initial_conditions(p, o, seed, first, g);
   View3<double> k("attnphys::random_kappa", e[0], e[1], e[2]);
   Kokkos::parallel_for(
       "attnphys::random_kappa", Kokkos::RangePolicy<ExecSpace>(0, cells), KOKKOS_LAMBDA(const long c) {

@@ -1,6 +1,7 @@
 #include "attnphys/solvers/fd/heat_dataset.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -129,23 +130,167 @@ void HeatDatasetOptions::declare(OptionSet& set, const std::string& section) {
   set.add(section + ".progress", &progress, "show a progress bar on stderr");
 }
 
+HeatSampleSolver::HeatSampleSolver(const heat::HeatProblem& base, const heat::InitialConditionOptions& ic,
+                                   const heat::HeatFamily& family, const HeatPairOptions& options,
+                                   const heat::KappaLaw* law, const NonlinearOptions& picard)
+    : base_(base), ic_(ic), family_(family), opt_(options), picard_(picard) {
+  base_.validate();
+  ic_.validate();
+  require(opt_.delta_t > 0 && std::isfinite(opt_.delta_t), "delta_t must be positive, got ", opt_.delta_t);
+  require(opt_.t_start >= 0 && std::isfinite(opt_.t_start), "t_start must be >= 0, got ", opt_.t_start);
+  require(opt_.dt >= 0 && std::isfinite(opt_.dt), "dt must be >= 0 (0: automatic), got ", opt_.dt);
+  if (law) {
+    law->validate();
+    picard_.validate();
+    law_ = *law;
+    has_law_ = true;
+    opt_.method = Method::Adi;  // the nonlinear solver is Crank–Nicolson / ADI with Picard correction
+  }
+  if (opt_.dt > 0) {
+    dt_ = opt_.dt;
+    return;
+  }
+  // The step for the largest κ any sample can have, on the base grid and boundary types.
+  heat::HeatProblem bound = base_;
+  bound.kappa_field = View3<double>();
+  bound.source = {};
+  bound.source_field = View3<double>();
+  double kb = family_.kappa_bound(base_);
+  if (has_law_) {
+    double ub = 3.0 * ic_.amplitude;
+    if (family_.boundary == heat::BoundaryFamily::Random)
+      ub += family_.boundary_amplitude * (1.0 + std::sqrt(double(family_.boundary_modes)));
+    for (int a = 0; a < base_.grid.dim; ++a)
+      for (int sd = 0; sd < 2; ++sd)
+        if (!base_.periodic(a)) ub = std::max(ub, std::abs(base_.bc[a][sd].value));
+    kb = law_.max_over(-ub, ub);
+  }
+  bound.kappa = kb;
+  HeatStepper st(bound, opt_.method);
+  dt_ = pair_dt(st, ic_, opt_.delta_t);
+}
+
+View3<double> HeatSampleSolver::initial(long index) const {
+  const auto e = base_.spatial_extents();
+  View2<double> f("attnphys::sample_initial", 1, e[0] * e[1] * e[2]);
+  heat::initial_conditions(base_, ic_, opt_.seed, index, f);
+  View3<double> u("attnphys::sample_u0", e[0], e[1], e[2]);
+  Kokkos::deep_copy(u, View3<double>(f.data(), e[0], e[1], e[2]));
+  return u;
+}
+
+std::vector<double> HeatSampleSolver::times(long nt) const {
+  std::vector<double> t(std::size_t(std::max(nt, 0L)));
+  for (long k = 0; k < nt; ++k) t[std::size_t(k)] = opt_.t_start + k * opt_.delta_t;
+  return t;
+}
+
+HeatSolution HeatSampleSolver::solve(const heat::HeatProblem& problem, long index, long nt) const {
+  require(nt >= 1, "a sample needs at least one snapshot, got nt = ", nt);
+  const View3<double> u0 = initial(index);
+  HeatSolveOptions so;
+  so.method = opt_.method;
+  so.dt = dt_;
+  so.snapshot_times = times(nt);
+  const double t_end = so.snapshot_times.back();
+  if (has_law_) {
+    NonlinearSolveOptions no;
+    no.dt = dt_;
+    no.picard = picard_;
+    no.snapshot_times = so.snapshot_times;
+    return solve_nonlinear(problem, law_, u0, t_end, no);
+  }
+  return fd::solve(problem, u0, t_end, so);
+}
+
 HeatDatasetSummary write_heat_dataset(const heat::HeatProblem& problem, const heat::InitialConditionOptions& ic,
                                       const HeatSolveOptions& solver, const HeatDatasetOptions& o,
                                       const std::string& config_toml, const std::function<void(long)>& on_chunk,
                                       const Comm& comm) {
+  return write_heat_dataset(problem, ic, heat::HeatFamily{}, nullptr, NonlinearOptions{}, solver, o, config_toml,
+                            on_chunk, comm);
+}
+
+namespace {
+
+// One dataset of the file and its place in a chunk's buffer.
+struct Channel {
+  std::string name;
+  long per_sample = 0;  // values per sample
+  h5::Shape shape;      // of one sample (after the sample axis)
+  long offset = 0;      // values of the channels before it, per sample: its block in a chunk of `count` samples
+                        // starts at offset·count
+};
+
+}  // namespace
+
+HeatDatasetSummary write_heat_dataset(const heat::HeatProblem& problem, const heat::InitialConditionOptions& ic,
+                                      const heat::HeatFamily& family, const heat::KappaLaw* law,
+                                      const NonlinearOptions& picard, const HeatSolveOptions& solver,
+                                      const HeatDatasetOptions& o,
+                                      const std::string& config_toml, const std::function<void(long)>& on_chunk,
+                                      const Comm& comm) {
   ScopedRegion region("attnphys::heat_dataset");
   const auto t0 = std::chrono::steady_clock::now();
-  require(problem.grid.dim <= 2, "heat datasets are 1D or 2D");
+  problem.validate();
+  require(o.samples >= 1 && o.nt >= 1 && o.chunk >= 1, "dataset.samples, nt and chunk must be >= 1");
+  require(o.delta_t > 0 && std::isfinite(o.delta_t) && o.t_start >= 0 && std::isfinite(o.t_start),
+          "dataset.delta_t must be positive and dataset.t_start >= 0");
   HeatPairOptions po;
   po.t_start = o.t_start;
   po.delta_t = o.delta_t;
   po.method = solver.method;
   po.dt = solver.dt;
   po.seed = static_cast<std::uint64_t>(o.seed);
-  HeatPairGenerator<float> gen(problem, ic, po);
   const int dim = problem.grid.dim;
-  const long nx = problem.grid.n[0], ny = problem.grid.n[1], nt = o.nt, S = o.samples;
+  const bool batched = !family.per_sample() && !law && dim <= 2;
+  std::unique_ptr<HeatPairGenerator<float>> gen;
+  std::unique_ptr<HeatSampleSolver> samples;
+  if (batched)
+    gen = std::make_unique<HeatPairGenerator<float>>(problem, ic, po);
+  else
+    samples = std::make_unique<HeatSampleSolver>(problem, ic, family, po, law, picard);
+  const double solver_dt = batched ? gen->solver_dt() : samples->solver_dt();
+  const long nx = problem.grid.n[0], ny = problem.grid.n[1], nz = problem.grid.n[2], nt = o.nt, S = o.samples;
+  const long cells = nx * ny * nz;
   const long chunk = std::min(o.chunk, S);
+
+  // What the file holds per sample.
+  const bool has_kappa = family.kappa != heat::KappaFamily::Constant || problem.variable_kappa();
+  const bool has_source = family.source != heat::SourceFamily::None || problem.source_field.size() > 0;
+  bool has_boundary = family.boundary == heat::BoundaryFamily::Random;
+  for (int a = 0; a < dim; ++a)
+    for (int sd = 0; sd < 2; ++sd)
+      if (!problem.periodic(a) && problem.bc[a][sd].nonzero()) has_boundary = true;
+  const bool has_faces = family.boundary == heat::BoundaryFamily::Random;
+  h5::Shape space{std::uint64_t(nx)};
+  if (dim >= 2) space.push_back(std::uint64_t(ny));
+  if (dim >= 3) space.push_back(std::uint64_t(nz));
+  std::vector<Channel> channels;
+  {
+    Channel d{"data", nt * cells, {std::uint64_t(nt)}, 0};
+    d.shape.insert(d.shape.end(), space.begin(), space.end());
+    d.shape.push_back(1);
+    channels.push_back(d);
+  }
+  if (has_kappa) channels.push_back({"kappa", cells, space, 0});
+  if (has_source) channels.push_back({"source", cells, space, 0});
+  if (has_boundary) channels.push_back({"boundary", cells, space, 0});
+  static const char* axis_name[3] = {"x", "y", "z"};
+  std::vector<std::array<int, 2>> faces;
+  if (has_faces)
+    for (int a = 0; a < dim; ++a)
+      if (!problem.periodic(a))
+        for (int sd = 0; sd < 2; ++sd) {
+          h5::Shape fs;
+          long n = 1;
+          for (int b = 0; b < dim; ++b)
+            if (b != a) fs.push_back(std::uint64_t(problem.grid.n[b])), n *= problem.grid.n[b];
+          channels.push_back({std::string("boundary_faces/") + axis_name[a] + std::to_string(sd), n, fs, 0});
+          faces.push_back({a, sd});
+        }
+  long per_sample = 0;
+  for (auto& c : channels) c.offset = per_sample, per_sample += c.per_sample;  // per-sample layout inside a chunk
 
   // Rank 0 alone writes: it creates the file (its temporary), generates its own chunks and receives the others
   // in order. Chunk c (samples [c·chunk, c·chunk + count)) is generated by rank c mod size; a sample's data does
@@ -157,40 +302,52 @@ HeatDatasetSummary write_heat_dataset(const heat::HeatProblem& problem, const he
     try {
       writer = std::make_unique<h5::Writer>(o.output, "heat_dataset", 1);
       auto& w = *writer;
-      h5::Shape shape{std::uint64_t(S), std::uint64_t(nt), std::uint64_t(nx)};
-      h5::Shape cshape{std::uint64_t(chunk), std::uint64_t(nt), std::uint64_t(nx)};
-      if (dim == 2) shape.push_back(ny), cshape.push_back(ny);
-      shape.push_back(1);
-      cshape.push_back(1);
-      w.create<float>("data", shape, cshape);
-      std::vector<double> gx(nx), gy(ny), gt(nt);
-      for (long i = 0; i < nx; ++i) gx[i] = problem.coord(0, i);
-      for (long j = 0; j < ny; ++j) gy[j] = dim >= 2 ? problem.coord(1, j) : 0.0;
-      for (long k = 0; k < nt; ++k) gt[k] = o.t_start + k * o.delta_t;
-      w.write("grid/x", gx);
-      if (dim == 2) w.write("grid/y", gy);
+      std::string names;
+      for (const auto& c : channels) {
+        h5::Shape shape{std::uint64_t(S)}, cshape{std::uint64_t(chunk)};
+        shape.insert(shape.end(), c.shape.begin(), c.shape.end());
+        cshape.insert(cshape.end(), c.shape.begin(), c.shape.end());
+        w.create<float>(c.name, shape, cshape);
+        if (c.name.find('/') == std::string::npos) names += (names.empty() ? "" : ",") + c.name;
+      }
+      for (int a = 0; a < dim; ++a) {
+        std::vector<double> g(static_cast<std::size_t>(problem.grid.n[a]));
+        for (long i = 0; i < problem.grid.n[a]; ++i) g[std::size_t(i)] = problem.coord(a, i);
+        w.write(std::string("grid/") + axis_name[a], g);
+      }
+      std::vector<double> gt(static_cast<std::size_t>(nt));
+      for (long k = 0; k < nt; ++k) gt[std::size_t(k)] = o.t_start + k * o.delta_t;
       w.write("grid/t", gt);
       w.set_attr("/", "config", config_toml);
       w.set_attr("/", "layout",
-                 std::string(dim == 2 ? "data[sample, t, x, y, channel]" : "data[sample, t, x, channel]"));
+                 std::string(dim == 3   ? "data[sample, t, x, y, z, channel]"
+                             : dim == 2 ? "data[sample, t, x, y, channel]"
+                                        : "data[sample, t, x, channel]"));
+      w.set_attr("/", "channels", names);
+      w.set_attr("/", "family", family.describe());
       w.set_attr("/", "dim", long(dim));
-      w.set_attr("/", "solver_dt", gen.solver_dt());
+      w.set_attr("/", "solver_dt", solver_dt);
       // The physics a reader needs to use the data (attnphys train heat with data.file): the boundary type ("mixed"
-      // when the sides differ), the constant κ (the maximum when κ varies), and whether the problem is homogeneous
-      // (zero boundary data, no source).
-      {
-        std::string bc = heat::to_string(problem.bc[0][0].type);
-        bool homogeneous = !problem.source;
-        for (int a = 0; a < dim; ++a)
-          for (int side = 0; side < 2; ++side) {
-            const auto& b = problem.bc[a][side];
-            if (heat::to_string(b.type) != bc) bc = "mixed";
-            if (b.type != heat::BcType::Periodic && (b.fn || b.value != 0.0)) homogeneous = false;
-          }
-        w.set_attr("/", "bc", bc);
-        w.set_attr("/", "kappa", problem.kappa_max());
-        w.set_attr("/", "variable_kappa", long(problem.variable_kappa() ? 1 : 0));
-        w.set_attr("/", "homogeneous", long(homogeneous ? 1 : 0));
+      // when the sides differ), the constant κ (the largest possible when κ varies), and whether the problem is
+      // homogeneous (zero boundary data, no source).
+      std::string bc = heat::to_string(problem.bc[0][0].type);
+      for (int a = 0; a < dim; ++a)
+        for (int side = 0; side < 2; ++side)
+          if (heat::to_string(problem.bc[a][side].type) != bc) bc = "mixed";
+      w.set_attr("/", "bc", bc);
+      w.set_attr("/", "kappa", law ? law->kappa0 : family.kappa_bound(problem));
+      w.set_attr("/", "variable_kappa", long(has_kappa ? 1 : 0));
+      w.set_attr("/", "homogeneous", long(has_source || has_boundary || problem.source ? 0 : 1));
+      w.set_attr("/", "nonlinear", long(law ? 1 : 0));
+      if (law) {
+        w.set_attr("/", "kappa_law", heat::to_string(law->kind));
+        w.set_attr("/", "kappa_law_description", law->describe());
+        w.set_attr("/", "kappa0", law->kappa0);
+        w.set_attr("/", "beta", law->beta);
+        if (law->kind == heat::KappaKind::Table) {
+          w.set_attr("/", "table_u", law->table_u);
+          w.set_attr("/", "table_kappa", law->table_kappa);
+        }
       }
     } catch (...) {
       create_error = std::current_exception();
@@ -202,29 +359,81 @@ HeatDatasetSummary write_heat_dataset(const heat::HeatProblem& problem, const he
   if (create_error) std::rethrow_exception(create_error);
   require(created == 1.0, "heat dataset: rank 0 could not create ", o.output, " (see its error)");
 
+  // File order of a cell: ((x·ny) + y)·nz + z, from the device's (z, y, x).
+  auto file_index = [&](long k, long j, long i) { return (i * ny + j) * nz + k; };
+  auto put_field = [&](float* dst, const HostView3<double>& h) {
+    for (long k = 0; k < nz; ++k)
+      for (long j = 0; j < ny; ++j)
+        for (long i = 0; i < nx; ++i) dst[file_index(k, j, i)] = static_cast<float>(h(k, j, i));
+  };
   ProgressBar bar(S, "heat dataset", o.progress && comm.is_root());
-  View4<float> traj("attnphys::heat_dataset_chunk", chunk, nt, ny, nx);
-  std::vector<float> buf(std::size_t(chunk) * nt * nx * ny);
+  View4<float> traj;
+  if (batched) traj = View4<float>("attnphys::heat_dataset_chunk", chunk, nt, ny, nx);
+  std::vector<float> buf(std::size_t(chunk * per_sample));
+  HostView3<double> constant_kappa, constant_boundary;
+  if (batched && has_kappa) constant_kappa = to_host(problem.kappa_field);
+  if (batched && has_boundary) constant_boundary = heat::boundary_field(problem);
   constexpr int tag = 8;  // one sender's messages arrive in order, so one tag serves every chunk
   for (long c = 0, first = 0; first < S; ++c, first += chunk) {
     const long count = std::min(chunk, S - first);
-    const long values = count * nt * nx * ny;
+    const long values = count * per_sample;
     const int owner = int(c % ranks);
+    // Chunk buffer: channel by channel, each [count, per-sample values].
+    auto at = [&](const Channel& ch, long s) { return buf.data() + ch.offset * count + s * ch.per_sample; };
     if (owner == me) {
-      auto view = count == chunk ? traj : View4<float>("attnphys::heat_dataset_tail", count, nt, ny, nx);
-      gen.trajectories(first, count, view);
-      auto h = to_host(view);
-      std::size_t q = 0;  // [s, t, x, y] from [s, t, y, x]
-      for (long s = 0; s < count; ++s)
-        for (long k = 0; k < nt; ++k)
-          for (long i = 0; i < nx; ++i)
-            for (long j = 0; j < ny; ++j) buf[q++] = h(s, k, j, i);
+      const Channel& data = channels[0];
+      if (batched) {
+        auto view = count == chunk ? traj : View4<float>("attnphys::heat_dataset_tail", count, nt, ny, nx);
+        gen->trajectories(first, count, view);
+        auto h = to_host(view);
+        for (long s = 0; s < count; ++s)
+          for (long k = 0; k < nt; ++k) {
+            float* dst = at(data, s) + k * cells;
+            for (long j = 0; j < ny; ++j)
+              for (long i = 0; i < nx; ++i) dst[file_index(0, j, i)] = h(s, k, j, i);
+          }
+        for (long s = 0; s < count; ++s)
+          for (std::size_t q = 1; q < channels.size(); ++q) {
+            if (channels[q].name == "kappa") put_field(at(channels[q], s), constant_kappa);
+            if (channels[q].name == "boundary") put_field(at(channels[q], s), constant_boundary);
+          }
+      } else {
+        for (long s = 0; s < count; ++s) {
+          const long index = first + s;
+          const heat::HeatProblem p = samples->problem(index);
+          const HeatSolution sol = samples->solve(p, index, nt);
+          for (long k = 0; k < nt; ++k) put_field(at(data, s) + k * cells, to_host(sol.snapshots[std::size_t(k)]));
+          std::size_t q = 1;
+          if (has_kappa) {
+            if (p.variable_kappa()) {
+              put_field(at(channels[q], s), to_host(p.kappa_field));
+            } else {
+              std::fill(at(channels[q], s), at(channels[q], s) + cells, static_cast<float>(p.kappa));
+            }
+            ++q;
+          }
+          if (has_source) {
+            if (p.source_field.size() > 0)
+              put_field(at(channels[q], s), to_host(p.source_field));
+            else
+              std::fill(at(channels[q], s), at(channels[q], s) + cells, 0.0f);
+            ++q;
+          }
+          if (has_boundary) put_field(at(channels[q++], s), heat::boundary_field(p));
+          for (const auto& f : faces) {
+            const auto v = heat::face_data(p, f[0], f[1]);
+            float* dst = at(channels[q++], s);
+            for (std::size_t i = 0; i < v.size(); ++i) dst[i] = static_cast<float>(v[i]);
+          }
+        }
+      }
       if (!comm.is_root()) comm.send(buf.data(), values, 0, tag);
     } else if (comm.is_root()) {
       comm.recv(buf.data(), values, owner, tag);
     }
     if (!comm.is_root()) continue;
-    writer->write_rows<float>("data", std::uint64_t(first), std::uint64_t(count), buf.data());
+    for (const auto& ch : channels)
+      writer->write_rows<float>(ch.name, std::uint64_t(first), std::uint64_t(count), at(ch, 0));
     bar.update(first + count);
     if (on_chunk) on_chunk(first + count);
   }
@@ -234,7 +443,7 @@ HeatDatasetSummary write_heat_dataset(const heat::HeatProblem& problem, const he
   sum.path = o.output;
   sum.samples = S;
   sum.nt = nt;
-  sum.solver_dt = gen.solver_dt();
+  sum.solver_dt = solver_dt;
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return sum;
 }

@@ -79,22 +79,35 @@ HeatOperator::HeatOperator(const heat::HeatProblem& problem) : p_(problem) {
       }
   ftcs_limit_ = worst > 0 ? 1.0 / worst : std::numeric_limits<double>::infinity();
 
-  has_forcing_ = bool(p_.source);
+  // Forcing: boundary data and sources. Time-dependent data (a source function, boundary functions of t) is
+  // evaluated on the host at every time level; static data (constant values, static profiles, a source field) once,
+  // into per-part caches on the device.
+  has_forcing_ = p_.has_source();
   forcing_time_dependent_ = bool(p_.source);
   for (int a = 0; a < g.dim; ++a)
     for (int s = 0; s < 2; ++s) {
       const auto& b = p_.bc[a][s];
       if (b.type == BcType::Periodic) continue;
-      if (b.fn) has_forcing_ = forcing_time_dependent_ = true;
-      if (b.value != 0.0) has_forcing_ = true;
+      if (b.time_dependent()) forcing_time_dependent_ = true;
+      if (b.nonzero()) has_forcing_ = true;
     }
+  if (p_.source_field.size() > 0) {
+    source_host_ = HostView3<double>("source_host", e[0], e[1], e[2]);
+    Kokkos::deep_copy(source_host_, p_.source_field);
+  }
   if (has_forcing_) {
     forcing_host_ = HostView3<double>("forcing_host", e[0], e[1], e[2]);
     if (!forcing_time_dependent_) {
       for (unsigned part = 0; part < 4; ++part) {
-        if (part == 3 || part >= unsigned(g.dim)) continue;  // no source when nothing depends on time
-        const bool any = p_.bc[part][0].value != 0.0 || p_.bc[part][1].value != 0.0;
-        if (p_.periodic(part) || !any) continue;
+        if (part == 3) {  // a static source field
+          if (p_.source_field.size() == 0) continue;
+          part_cache_[3] = View3<double>("attnphys::heat_forcing_part", e[0], e[1], e[2]);
+          Kokkos::deep_copy(part_cache_[3], p_.source_field);
+          continue;
+        }
+        if (part >= unsigned(g.dim) || p_.periodic(part)) continue;
+        const bool any = p_.bc[part][0].nonzero() || p_.bc[part][1].nonzero();
+        if (!any) continue;
         forcing_host({{1.0, 0.0, 1u << part}});
         part_cache_[part] = View3<double>("attnphys::heat_forcing_part", e[0], e[1], e[2]);
         Kokkos::deep_copy(part_cache_[part], forcing_host_);
@@ -141,7 +154,10 @@ void HeatOperator::forcing_host(const std::vector<ForcingTerm>& terms) const {
         for (const auto& term : terms) {
           const double t = term.t;
           double w = 0.0;
-          if ((term.parts & Source) && p_.source) w += p_.source(x, y, z, t);
+          if (term.parts & Source) {
+            if (p_.source) w += p_.source(x, y, z, t);
+            if (source_host_.size() > 0) w += source_host_(kz, jy, i);
+          }
           for (int a = 0; a < g.dim; ++a) {
             if (!(term.parts & (1u << a)) || p_.periodic(a)) continue;
             for (int s = 0; s < 2; ++s) {
@@ -768,6 +784,114 @@ void HeatOperator::solve_lines(int axis, double s, const View3<double>& rhs) {
           for (long m = 0; m < n; ++m) u[base + m * stride] -= f * zv(sbase + m * stride);
         }
       });
+}
+
+
+// ---- set_kappa_field: rebuild everything that depends on κ, on the device ----------------------------------------
+
+namespace {
+
+// The constructor's face_mean, device-callable (same arithmetic, so the same coefficients bit for bit).
+KOKKOS_INLINE_FUNCTION double face_mean_device(bool harmonic, double a, double b) {
+  if (!harmonic) return 0.5 * (a + b);
+  return a + b > 0 ? 2.0 * a * b / (a + b) : 0.0;
+}
+
+}  // namespace
+
+void HeatOperator::set_kappa_field(const View3<double>& kappa_cell) {
+  ScopedRegion region("attnphys::heat_set_kappa");
+  const auto e = spatial();
+  require(long(kappa_cell.extent(0)) == e[0] && long(kappa_cell.extent(1)) == e[1] &&
+              long(kappa_cell.extent(2)) == e[2],
+          "set_kappa_field: kappa field has shape (", kappa_cell.extent(0), ", ", kappa_cell.extent(1), ", ",
+          kappa_cell.extent(2), "), the grid needs (", e[0], ", ", e[1], ", ", e[2], ") (z, y, x)");
+  const auto& g = p_.grid;
+  const long cells = e[0] * e[1] * e[2];
+  {
+    const double* k = kappa_cell.data();
+    long bad = 0;
+    Kokkos::parallel_reduce(
+        "attnphys::heat_set_kappa_check", Kokkos::RangePolicy<ExecSpace>(0, cells),
+        KOKKOS_LAMBDA(const long i, long& b) {
+          if (!(math::isfinite(k[i]) && k[i] >= 0.0)) ++b;
+        },
+        bad);
+    require(bad == 0, "set_kappa_field: the kappa field has ", bad,
+            " negative, NaN or infinite value(s): diffusivity must be finite and >= 0");
+  }
+  if (kappa_own_.size() == 0) kappa_own_ = View3<double>("attnphys::heat_operator_kappa", e[0], e[1], e[2]);
+  Kokkos::deep_copy(kappa_own_, kappa_cell);
+  p_.kappa_field = kappa_own_;
+  const auto kc = kappa_own_;
+  const bool harmonic = p_.face_mean == heat::FaceMean::Harmonic;
+
+  // Face coefficients, one thread per face of each axis.
+  bool any_dirichlet = false;
+  for (int a = 0; a < g.dim; ++a) {
+    const long n = g.n[a];
+    const double inv_h2 = 1.0 / (g.h[a] * g.h[a]);
+    const bool per = p_.periodic(a);
+    const bool dlo = !per && p_.bc[a][0].type == BcType::Dirichlet;
+    const bool dhi = !per && p_.bc[a][1].type == BcType::Dirichlet;
+    any_dirichlet = any_dirichlet || dlo || dhi;
+    const auto cf = cf_[a];
+    const long f1 = cf.extent(1), f2 = cf.extent(2);
+    const int ax = 2 - a;  // position of axis a in (z, y, x)
+    Kokkos::parallel_for(
+        "attnphys::heat_set_kappa_faces", Kokkos::RangePolicy<ExecSpace>(0, long(cf.size())),
+        KOKKOS_LAMBDA(const long f) {
+          const long q0 = f / (f1 * f2), q1 = (f / f2) % f1, q2 = f % f2;
+          const long m = ax == 0 ? q0 : ax == 1 ? q1 : q2;
+          auto kap = [&](const long mm) {  // κ of cell mm along the axis, on this face's line
+            return ax == 0 ? kc(mm, q1, q2) : ax == 1 ? kc(q0, mm, q2) : kc(q0, q1, mm);
+          };
+          double c;
+          if (m > 0 && m < n)
+            c = face_mean_device(harmonic, kap(m - 1), kap(m)) * inv_h2;
+          else if (per)
+            c = face_mean_device(harmonic, kap(n - 1), kap(0)) * inv_h2;
+          else if (m == 0)
+            c = dlo ? 2.0 * kap(0) * inv_h2 : 0.0;
+          else
+            c = dhi ? 2.0 * kap(n - 1) * inv_h2 : 0.0;
+          cf(q0, q1, q2) = c;
+        });
+    factor_[a].s = -1;  // refactor the lines at the next solve
+  }
+
+  // FTCS limit: the largest Σ_faces c over the cells (summed in the constructor's order).
+  {
+    const int dim = g.dim;
+    const auto cx = cf_[0], cy = cf_[1], cz = cf_[2];
+    const long ny = e[1], nx = e[2];
+    double worst = 0.0;
+    Kokkos::parallel_reduce(
+        "attnphys::heat_set_kappa_ftcs_limit", Kokkos::RangePolicy<ExecSpace>(0, cells),
+        KOKKOS_LAMBDA(const long c, double& w) {
+          const long kz = c / (ny * nx), jy = (c / nx) % ny, i = c % nx;
+          double sum = cx(kz, jy, i) + cx(kz, jy, i + 1);
+          if (dim >= 2) sum += cy(kz, jy, i) + cy(kz, jy + 1, i);
+          if (dim >= 3) sum += cz(kz, jy, i) + cz(kz + 1, jy, i);
+          if (sum > w) w = sum;
+        },
+        Kokkos::Max<double>(worst));
+    ftcs_limit_ = worst > 0 ? 1.0 / worst : std::numeric_limits<double>::infinity();
+  }
+
+  // Forcing that depends on κ: Dirichlet data enters as (boundary face coefficient)·g. forcing_host reads the host
+  // copies of the coefficients (time-dependent data: at every evaluation); static data lives in the part caches,
+  // rebuilt here for the axes with a Dirichlet side.
+  if (has_forcing_ && any_dirichlet) {
+    for (int a = 0; a < g.dim; ++a) Kokkos::deep_copy(cf_host_[a], cf_[a]);
+    if (!forcing_time_dependent_)
+      for (int a = 0; a < g.dim; ++a) {
+        if (part_cache_[a].size() == 0) continue;
+        if (p_.bc[a][0].type != BcType::Dirichlet && p_.bc[a][1].type != BcType::Dirichlet) continue;
+        forcing_host({{1.0, 0.0, 1u << a}});
+        Kokkos::deep_copy(part_cache_[a], forcing_host_);
+      }
+  }
 }
 
 }  // namespace attnphys::fd

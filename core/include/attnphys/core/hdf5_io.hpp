@@ -78,10 +78,16 @@ class Writer {
   void write_rows_raw(const std::string& name, DType t, std::uint64_t first, std::uint64_t rows, const void* data);
 };
 
+// Tag for opening an HDF5 file that attnphys may not have written (a PDEBench file, one made with h5py).
+struct AnyFile {};
+
 class Reader {
  public:
   // expected_kind empty: any attnphys file. Files newer than max_version are refused.
   Reader(const std::string& path, const std::string& expected_kind, int max_version);
+  // Any HDF5 file: a missing, empty, truncated, corrupted or non-HDF5 file is still refused, but the attnphys
+  // attributes are not required. When they are there, check them with require_kind() before trusting the file.
+  Reader(const std::string& path, AnyFile);
   ~Reader();
   Reader(const Reader&) = delete;
   Reader& operator=(const Reader&) = delete;
@@ -90,7 +96,17 @@ class Reader {
   std::string kind() const { return attr_string("/", "attnphys_kind"); }
   long format_version() const { return attr_long("/", "attnphys_format_version"); }
 
+  // Whether the file carries attnphys' identifying attributes (attnphys_kind, attnphys_format_version).
+  bool is_attnphys() const;
+  // The checks of the first constructor, for a file opened with AnyFile: an attnphys file of this kind (any kind
+  // when empty) and a format version in 1..max_version, else an error that says which.
+  void require_kind(const std::string& expected_kind, int max_version) const;
+
   bool has(const std::string& name) const;
+  // Whether `name` is a dataset (not a group) of numbers (integers or floating point).
+  bool is_numeric_dataset(const std::string& name) const;
+  // The paths of every dataset in the file, without the leading '/', sorted ("data", "grid/x", ...).
+  std::vector<std::string> datasets() const;
   Shape shape(const std::string& name) const;
   template <class T>
   std::vector<T> read(const std::string& name, Shape* shape_out = nullptr) const {
@@ -116,6 +132,7 @@ class Reader {
  private:
   std::string path_;
   long long file_ = -1;
+  void open(const std::string& path);
   void read_raw(const std::string& name, DType t, void* out) const;
   void read_rows_raw(const std::string& name, DType t, std::uint64_t first, std::uint64_t rows, void* out) const;
 };

@@ -38,14 +38,18 @@ struct BoundaryCondition {
   BcType type = BcType::Periodic;
   double value = 0.0;  // dirichlet: g; neumann: q (see above)
   SpaceTimeFn fn;      // when set, replaces value; evaluated at the centres of the boundary faces
+  bool fn_static = false;  // fn does not depend on t (evaluated once, at t = 0, and cached on the device)
 
   static BoundaryCondition periodic() { return {BcType::Periodic, 0.0, {}}; }
   static BoundaryCondition dirichlet(double g = 0.0) { return {BcType::Dirichlet, g, {}}; }
   static BoundaryCondition dirichlet(SpaceTimeFn g) { return {BcType::Dirichlet, 0.0, std::move(g)}; }
   static BoundaryCondition neumann(double q = 0.0) { return {BcType::Neumann, q, {}}; }
   static BoundaryCondition neumann(SpaceTimeFn q) { return {BcType::Neumann, 0.0, std::move(q)}; }
+  // A boundary profile that varies along the face but not in time (random boundary data of the dataset families).
+  static BoundaryCondition profile(BcType t, SpaceTimeFn g) { return {t, 0.0, std::move(g), true}; }
   double at(double x, double y, double z, double t) const { return fn ? fn(x, y, z, t) : value; }
-  bool time_dependent() const { return bool(fn); }
+  bool time_dependent() const { return bool(fn) && !fn_static; }
+  bool nonzero() const { return bool(fn) || value != 0.0; }
 };
 
 enum class FaceMean { Harmonic, Arithmetic };
@@ -70,12 +74,16 @@ struct HeatProblem {
   // bc[axis][side], side 0 at coordinate 0, side 1 at the far end. Default: periodic everywhere.
   std::array<std::array<BoundaryCondition, 2>, 3> bc;
   SpaceTimeFn source;          // optional f(x, y, z, t)
+  View3<double> source_field;  // optional static source per cell, spatial shape; added to `source` when both are set
 
   // Checks everything listed in the header comment; throws attnphys::Error saying what to fix.
   void validate() const;
 
   bool periodic(int axis) const { return bc[axis][0].type == BcType::Periodic; }
   bool variable_kappa() const { return kappa_field.size() > 0; }
+  bool has_source() const { return bool(source) || source_field.size() > 0; }
+  // No boundary data on any side and no source: the zero field stays zero.
+  bool homogeneous() const;
   // The coordinate of cell i along an axis (see the grid convention above).
   double coord(int axis, long i) const {
     return periodic(axis) ? i * grid.h[axis] : (i + 0.5) * grid.h[axis];

@@ -10,6 +10,8 @@
 //             spectrum "gaussian": S = exp(-(|k| ℓ)²/2) (covariance exp(-r²/2ℓ²)); "matern": S = (1 + (|k| ℓ)²)^-(ν + d/2).
 //             Modes beyond the grid's Nyquist wavenumber are left out.
 //   fourier — Σ of `modes` random modes A cos(2π m·x/L + φ), integer m with |m_a| ≤ max_wavenumber, A ~ U(-1, 1).
+//             In 3D the sum runs as three one-axis passes (it factorises along the axes): O(cells·modes^(1/3))
+//             instead of O(cells·modes), so 64³ fields take milliseconds.
 //   bumps   — Σ of `modes` Gaussian bumps A exp(-|x - c|²/2σ²), c uniform in the box (nearest image on periodic
 //             axes), σ = bump_width·U(0.5, 1.5), A ~ U(-1, 1).
 #include <cstdint>
@@ -43,5 +45,8 @@ void initial_conditions(const HeatProblem& p, const InitialConditionOptions& o, 
 // (length scale ℓ), times exp(0.3·g) for a second one, so κ jumps across smooth interfaces and varies smoothly
 // between them. Spatial shape (nz, ny, nx); deterministic for the seed; κ ≥ 0.6·lo.
 View3<double> random_kappa(const HeatProblem& p, double lo, double hi, double length_scale, std::uint64_t seed);
+// The same from the two Gaussian random fields of sample indices first and first + 1 (random_kappa uses 2^40).
+View3<double> random_kappa_at(const HeatProblem& p, double lo, double hi, double length_scale, std::uint64_t seed,
+                              long first);
 
 }  // namespace attnphys::heat

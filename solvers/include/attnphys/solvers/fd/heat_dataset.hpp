@@ -29,8 +29,11 @@
 
 #include "attnphys/core/comm.hpp"
 #include "attnphys/core/options.hpp"
+#include "attnphys/physics/heat/families.hpp"
 #include "attnphys/physics/heat/initial_conditions.hpp"
+#include "attnphys/physics/heat/nonlinear.hpp"
 #include "attnphys/solvers/fd/heat_solver.hpp"
+#include "attnphys/solvers/fd/nonlinear_heat.hpp"
 
 namespace attnphys::fd {
 
@@ -75,6 +78,41 @@ class HeatPairGenerator {
 // FTCS limit, at most delta_t.
 double pair_dt(const HeatStepper& stepper, const heat::InitialConditionOptions& ic, double delta_t);
 
+// Samples of a problem family (physics/heat/families.hpp), each solved on its own: per-sample κ, source and boundary
+// data, 3D grids, and the nonlinear equation u_t = ∇·(κ(u)∇u) + f when a κ(u) law is given. Sample i is
+//   problem(i) = family.sample_problem(base, i),  u(0) = initial_conditions(base, ic, seed, i),
+//   snapshots u(t_start + k·delta_t), k = 0 .. nt-1, = fd::solve(problem(i), u(0), ..., {method, solver_dt(), times})
+// (solve_nonlinear with the law), so a sample can be regenerated alone by those calls, bit for bit. The step does
+// not depend on the sample: options.dt, or pair_dt for the family's largest κ (kappa_bound; for a κ(u) law, its
+// maximum over |u| <= 3·ic.amplitude + the largest boundary data). With a law the method is always Crank–Nicolson /
+// ADI with Picard correction (solvers/fd/nonlinear_heat.hpp, options `picard`).
+class HeatSampleSolver {
+ public:
+  HeatSampleSolver(const heat::HeatProblem& base, const heat::InitialConditionOptions& ic,
+                   const heat::HeatFamily& family, const HeatPairOptions& options,
+                   const heat::KappaLaw* law = nullptr, const NonlinearOptions& picard = {});
+  heat::HeatProblem problem(long index) const { return family_.sample_problem(base_, index); }
+  // u(0) of sample `index`, spatial shape (nz, ny, nx).
+  View3<double> initial(long index) const;
+  // The snapshot times t_start + k·delta_t, k < nt.
+  std::vector<double> times(long nt) const;
+  // Solves sample `index` (its problem given, as problem(index) returns it) and returns its nt snapshots.
+  HeatSolution solve(const heat::HeatProblem& problem, long index, long nt) const;
+  double solver_dt() const { return dt_; }
+  bool nonlinear() const { return has_law_; }
+  const heat::KappaLaw& law() const { return law_; }
+
+ private:
+  heat::HeatProblem base_;
+  heat::InitialConditionOptions ic_;
+  heat::HeatFamily family_;
+  HeatPairOptions opt_;
+  heat::KappaLaw law_;
+  NonlinearOptions picard_;
+  bool has_law_ = false;
+  double dt_ = 0.0;
+};
+
 // The dataset section of configuration files.
 struct HeatDatasetOptions {
   std::string output = "heat_dataset.h5";
@@ -95,8 +133,16 @@ struct HeatDatasetSummary {
 };
 
 // Writes `samples` trajectories in the PDEBench layout:
-//   data    float32 [sample, t, x, (y), 1]   (note x before y, as PDEBench; our device arrays are [.., y, x])
-//   grid/x, grid/y  cell coordinates;  grid/t  snapshot times
+//   data    float32 [sample, t, x, (y, (z)), 1]   (x before y before z, as PDEBench; device arrays are [.., y, x])
+//   grid/x, grid/y, grid/z  cell coordinates;  grid/t  snapshot times
+// and, per sample, the inputs that vary (named channels, float32 [sample, x, (y, (z))]):
+//   kappa     the diffusivity field (family.kappa piecewise or lognormal, or problem.kappa_random)
+//   source    the static source f(x) (family.source = grf)
+//   boundary  the boundary data as a grid field (heat::boundary_field: the data of the adjacent faces in the cells
+//             next to non-periodic sides, 0 inside), with the exact face data in boundary_faces/x0, x1, y0, y1,
+//             z0, z1 (float32 [sample, (tangential axes)])
+// Root attribute `channels` lists the grid channels ("data,kappa,..."), `family` describes the family, and a κ(u)
+// law adds nonlinear = 1, kappa_law, kappa0, beta (and table_u, table_kappa).
 //   root attributes: config (the TOML given), layout, dim, bc ("mixed" when the sides differ), kappa (the maximum
 //   when κ varies), variable_kappa and homogeneous (zero boundary data, no source) as 0/1, solver_dt, and
 //   attnphys' own (kind "heat_dataset"). `attnphys train heat` reads such files (data.file, training/heat_data.hpp).
@@ -106,8 +152,16 @@ struct HeatDatasetSummary {
 // round-robin over the ranks (chunk c on rank c mod size) and sent to rank 0, which alone writes the file (serial
 // HDF5) and runs on_chunk and the progress bar; the file equals the one-rank file bit for bit. Memory stays one
 // chunk per rank.
+// Constant families in 1D/2D run batched through HeatPairGenerator (the files of earlier versions, bit for bit);
+// everything else runs sample by sample through HeatSampleSolver.
 HeatDatasetSummary write_heat_dataset(const heat::HeatProblem& problem, const heat::InitialConditionOptions& ic,
                                       const HeatSolveOptions& solver, const HeatDatasetOptions& options,
+                                      const std::string& config_toml,
+                                      const std::function<void(long done)>& on_chunk = {},
+                                      const Comm& comm = Comm::self());
+HeatDatasetSummary write_heat_dataset(const heat::HeatProblem& problem, const heat::InitialConditionOptions& ic,
+                                      const heat::HeatFamily& family, const heat::KappaLaw* law,
+                                      const NonlinearOptions& picard, const HeatSolveOptions& solver, const HeatDatasetOptions& options,
                                       const std::string& config_toml,
                                       const std::function<void(long done)>& on_chunk = {},
                                       const Comm& comm = Comm::self());

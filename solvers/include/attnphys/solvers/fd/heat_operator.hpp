@@ -71,6 +71,13 @@ class HeatOperator {
   // Face coefficients c = κ_face/h² of an axis, extent n+1 along it (empty for unused axes).
   const View3<double>& face_coefficients(int axis) const { return cf_[axis]; }
 
+  // Replaces κ by a new per-cell field (spatial shape, finite and >= 0; refused otherwise, the operator unchanged):
+  // the face coefficients are rebuilt on the device (the same means as the constructor, bit for bit), the FTCS
+  // limit is recomputed, the cached line factorisations are dropped and the κ-dependent forcing (Dirichlet data
+  // enters as c_boundary·g) is rebuilt. The field is copied; problem().kappa_field is the copy. The nonlinear heat
+  // stepper calls this once per Picard iterate.
+  void set_kappa_field(const View3<double>& kappa_cell);
+
   // Kernel launchers (public only because CUDA lambdas may not live in private member functions).
   template <bool VariableKappa>
   void combine_kernel(const View3<double>& out, const View3<double>& x, const View3<double>& y,
@@ -88,8 +95,10 @@ class HeatOperator {
   bool has_forcing_ = false, forcing_time_dependent_ = false;
   std::array<View3<double>, 4> part_cache_;  // per part, when nothing depends on time (empty: part is zero)
   mutable HostView3<double> forcing_host_;
+  HostView3<double> source_host_;            // a copy of problem.source_field (empty when there is none)
   void forcing_host(const std::vector<ForcingTerm>& terms) const;
   std::array<HostView3<double>, 3> cf_host_;
+  View3<double> kappa_own_;                   // set_kappa_field: the operator's copy of κ
   struct LineFactor {
     double s = -1;
     View1<double> low, cp, invd, z;  // per cell (spatial)

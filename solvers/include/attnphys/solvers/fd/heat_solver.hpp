@@ -33,6 +33,8 @@ class HeatStepper {
   const HeatOperator& op() const { return op_; }
   Method method() const { return method_; }
   double ftcs_limit() const { return op_.ftcs_limit(); }
+  // Replaces κ (HeatOperator::set_kappa_field); the nonlinear stepper calls it once per Picard iterate.
+  void set_kappa_field(const View3<double>& kappa_cell) { op_.set_kappa_field(kappa_cell); }
 
   // A zero state for `batch` samples (batch must be 1 in 3D).
   View3<double> make_state(long batch = 1) const;
