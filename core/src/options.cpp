@@ -57,6 +57,9 @@ void OptionSet::add(const std::string& k, std::string* t, const std::string& h, 
 void OptionSet::add(const std::string& k, std::vector<double>* t, const std::string& h, Range r) {
   add_entry({k, Type::DoubleList, t, h, r, {}});
 }
+void OptionSet::add(const std::string& k, std::vector<std::string>* t, const std::string& h) {
+  add_entry({k, Type::StringList, t, h, {}, {}});
+}
 
 bool OptionSet::has(const std::string& key) const {
   return std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == key; });
@@ -203,6 +206,22 @@ struct OptionSetAccess {
         *static_cast<std::vector<double>*>(e.target) = out;
         break;
       }
+      case Type::StringList: {
+        std::vector<std::string> out;
+        if (auto arr = n.as_array()) {
+          for (const auto& el : *arr) {
+            auto v = el.as_string();
+            require(v != nullptr, where, " expects a list of strings such as [\"a\", \"b\"], found ", type_name(el));
+            out.emplace_back(v->get());
+          }
+        } else {
+          auto v = n.as_string();
+          require(v != nullptr, where, " expects a list of strings such as [\"a\", \"b\"], got ", type_name(n));
+          out.emplace_back(v->get());
+        }
+        *static_cast<std::vector<std::string>*>(e.target) = out;
+        break;
+      }
     }
   }
 
@@ -306,6 +325,13 @@ std::string OptionSet::to_toml() const {
           os << "]";
           break;
         }
+        case Type::StringList: {
+          os << "[";
+          const auto& v = *static_cast<std::vector<std::string>*>(e.target);
+          for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << '"' << json_escape(v[i]) << '"';
+          os << "]";
+          break;
+        }
       }
       os << "\n";
     }
@@ -324,6 +350,12 @@ Json OptionSet::to_json() const {
       case Type::Bool: j.set(e.key, *static_cast<bool*>(e.target)); break;
       case Type::String: j.set(e.key, *static_cast<std::string*>(e.target)); break;
       case Type::DoubleList: j.set(e.key, *static_cast<std::vector<double>*>(e.target)); break;
+      case Type::StringList: {
+        Json a = Json::array();
+        for (const auto& x : *static_cast<std::vector<std::string>*>(e.target)) a.push_back(x);
+        j.set(e.key, a);
+        break;
+      }
     }
   }
   return j;

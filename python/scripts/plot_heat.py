@@ -83,15 +83,15 @@ def plot_eval(run, out):
         if "attention/weights" in f:
             has_op = "attention/operator" in f
             w = f["attention/operator"][()] if has_op else f["attention/weights"][()]
-            kern = f["attention/heat_kernel"][()]
-            sten = f["attention/stencil"][()]
             q = f["attention"].attrs.get("query", [0, 0])
-            fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
-            for ax, data, title in zip(
-                axes, [w, kern, sten],
-                ["learned operator row b0·δ + Σ a_h P_h" if has_op else "learned attention (mean over heads)",
-                 "exact heat kernel", "ADI response to a unit impulse over Δt"]
-            ):
+            panels = [(w, "learned operator row b0·δ + Σ a_h P_h" if has_op else "learned attention (mean over heads)")]
+            # The solver-based panels exist only when the data's physics is the reference solver's (not for a
+            # PDEBench file or a variable-coefficient dataset).
+            if "attention/heat_kernel" in f:
+                panels += [(f["attention/heat_kernel"][()], "exact heat kernel"),
+                           (f["attention/stencil"][()], "ADI response to a unit impulse over Δt")]
+            fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6), squeeze=False)
+            for ax, (data, title) in zip(axes[0], panels):
                 im = ax.imshow(data, origin="lower", cmap="viridis")
                 ax.plot([q[1]], [q[0]], "r+", ms=10)
                 ax.set_title(title, fontsize=9)

@@ -70,23 +70,23 @@ std::string toml_of(HeatRunConfig& c) {
 
 TEST(HeatLoss, GradientMatchesFiniteDifferences) {
   for (double h1 : {0.0, 0.7}) {
-    const long B = 3, n = 5, P = n * n;
+    const long B = 3, nx = 5, ny = 4, P = nx * ny;  // a non-square grid: the H1 term's neighbours along y are nx apart
     View1<double> pred("p", B * P), tgt("t", B * P), d("d", B * P), dummy("x", B * P);
     fill_normal(pred, 1, 0);
     fill_normal(tgt, 1, 1);
     const double mu = 0.3, sigma = 1.7;
-    relative_loss<double>(d, pred, tgt, B, P, n, 2, mu, sigma, h1);
+    relative_loss<double>(d, pred, tgt, B, P, nx, ny, 2, mu, sigma, h1);
     auto dh = to_host(d);
     auto ph = Kokkos::create_mirror_view(pred);
     Kokkos::deep_copy(ph, pred);
-    for (long i : {0L, 7L, 24L, 40L, 74L}) {
+    for (long i : {0L, 7L, 19L, 24L, 40L, 59L}) {
       const double eps = 1e-6, x = ph(i);
       ph(i) = x + eps;
       Kokkos::deep_copy(pred, ph);
-      const double lp = relative_loss<double>(dummy, pred, tgt, B, P, n, 2, mu, sigma, h1);
+      const double lp = relative_loss<double>(dummy, pred, tgt, B, P, nx, ny, 2, mu, sigma, h1);
       ph(i) = x - eps;
       Kokkos::deep_copy(pred, ph);
-      const double lm = relative_loss<double>(dummy, pred, tgt, B, P, n, 2, mu, sigma, h1);
+      const double lm = relative_loss<double>(dummy, pred, tgt, B, P, nx, ny, 2, mu, sigma, h1);
       ph(i) = x;
       Kokkos::deep_copy(pred, ph);
       const double fd = (lp - lm) / (2 * eps);
@@ -101,7 +101,7 @@ TEST(HeatLoss, RelativeL2OfKnownFields) {
   View1<double> pred("p", B * P), tgt("t", B * P), d("d", B * P);
   fill_normal(tgt, 3, 0);
   scale_into(pred, 1.1, tgt);
-  EXPECT_NEAR(relative_loss<double>(d, pred, tgt, B, P, P, 1, 0.0, 2.0, 0.0), 0.1, 1e-14);
+  EXPECT_NEAR(relative_loss<double>(d, pred, tgt, B, P, P, 1, 1, 0.0, 2.0, 0.0), 0.1, 1e-14);
 }
 
 TEST(HeatTraining, LearnsAndResumesToTheSameResult) {

@@ -10,7 +10,8 @@ namespace attnphys::training {
 
 void HeatDataOptions::declare(OptionSet& set, const std::string& s) {
   set.add(s + ".dim", &dim, "spatial dimension (1 or 2)", Range::closed(1, 2));
-  set.add(s + ".n", &n, "grid points per axis", Range::at_least(4));
+  set.add(s + ".n", &n, "grid points per axis (0: the grid of data.file, or 32 for generated pairs)",
+          Range::non_negative());
   set.add(s + ".length", &length, "box length", Range::positive());
   set.add(s + ".kappa", &kappa, "diffusivity", Range::positive());
   set.add(s + ".bc", &bc, "boundary condition (zero data)", {"periodic", "dirichlet", "neumann"});
@@ -24,13 +25,18 @@ void HeatDataOptions::declare(OptionSet& set, const std::string& s) {
   set.add(s + ".reference_substeps", &reference_substeps, "reference solver steps per horizon", Range::at_least(1));
   set.add(s + ".horizons", &horizons, "multiples of the base horizon to train on (must contain 1)",
           Range::positive());
-  set.add(s + ".file", &file, "HDF5 dataset of `attnphys heat dataset` to train from (empty: generate pairs)");
+  set.add(s + ".file", &file, "HDF5 dataset (ours or PDEBench layout) to train from (empty: generate pairs)");
   set.add(s + ".file_stride", &file_stride, "snapshots of data.file per base horizon", Range::at_least(1));
+  set.add(s + ".field", &field, "data.file: the evolving channel (dataset [sample, t, x, (y), (C)]; name or name[k])");
+  set.add(s + ".channels", &channels, "data.file: extra input channels of the model (datasets, name or name[k])");
 }
 
 void HeatDataOptions::validate() const {
   require(dim == 1 || dim == 2, "data.dim must be 1 or 2, got ", dim);
-  require(n >= 4, "data.n must be at least 4, got ", n);
+  require(n == 0 || n >= 4, "data.n must be 0 (the file's grid) or at least 4, got ", n);
+  require(!field.empty(), "data.field must name the evolving channel of data.file (default \"data\")");
+  parse_channel(field);
+  for (const auto& c : channels) parse_channel(c);
   require(kappa > 0 && std::isfinite(kappa), "data.kappa must be a positive number, got ", kappa);
   require(length > 0 && std::isfinite(length), "data.length must be positive, got ", length);
   require(length_scale > 0, "data.length_scale must be positive, got ", length_scale);
@@ -63,6 +69,27 @@ double HeatDataOptions::horizon() const {
 heat::HeatProblem HeatDataOptions::problem(long np) const {
   const double hp = length / double(np);
   return heat::make_problem(dim, {np, dim > 1 ? np : 1, 1}, {hp, dim > 1 ? hp : 1.0, 1.0}, kappa, bc);
+}
+
+View2<double> grid_coordinates(const HeatDataOptions& o) {
+  if (o.file.empty() || !o.info) return grid_coordinates(o, o.n);
+  const HeatFileInfo& f = *o.info;
+  const long nx = f.nx, ny = o.dim == 1 ? 1 : f.ny;
+  auto h = HostView2<double>("attnphys::coords", nx * ny, o.dim);
+  for (long p = 0; p < nx * ny; ++p) {
+    h(p, 0) = f.x[std::size_t(p % nx)];
+    if (o.dim > 1) h(p, 1) = f.y[std::size_t(p / nx)];
+  }
+  View2<double> c("attnphys::coords", nx * ny, o.dim);
+  Kokkos::deep_copy(c, h);
+  return c;
+}
+
+std::vector<double> encoding_lengths(const HeatDataOptions& o) {
+  const double period = o.bc == "periodic" ? 1.0 : 2.0;
+  std::vector<double> l{period * o.length};
+  if (o.dim > 1) l.push_back(period * o.box_y());
+  return l;
 }
 
 View2<double> grid_coordinates(const HeatDataOptions& o, long np) {
@@ -103,11 +130,13 @@ HeatPairs generate_heat_pairs(const HeatDataOptions& o, long first, long count, 
   HeatPairs p;
   const long H = long(o.horizons.size());
   p.count = count * H;
-  p.n = np;
+  p.n = p.nx = np;
+  p.ny = o.dim == 1 ? 1 : np;
   p.dim = o.dim;
   p.points = o.dim == 1 ? np : np * np;
   p.coords = grid_coordinates(o, np);
   p.tau = View1<double>("attnphys::pair_horizon", p.count);
+  p.extra = View3<double>("attnphys::pair_channels", p.count, p.points, 0);
   if (H == 1) {  // one pair per sample: targets advanced in place
     p.inputs = make_initial_fields(o, first, count, np);
     p.targets = View2<double>("attnphys::targets", count, p.points);
@@ -141,7 +170,8 @@ HeatPairs generate_heat_pairs(const HeatDataOptions& o, long first, long count, 
 
 HeatPairs make_heat_pairs(const HeatDataOptions& o, long first, long count, long np) {
   if (o.file.empty()) return generate_heat_pairs(o, first, count, np);
-  require(np == o.n, "data.file '", o.file, "' holds fields on its own ", o.n, "-point grid; pairs on a ", np,
+  require(np == o.n, "data.file '", o.file, "' holds fields on its own ", o.grid_nx(),
+          o.dim > 1 ? "x" + std::to_string(o.grid_ny()) : std::string(), " grid; pairs on a ", np,
           "-point grid are generated (generate_heat_pairs)");
   return read_heat_pairs(o, first, count);
 }

@@ -1,10 +1,14 @@
-// Training pairs read from an HDF5 dataset written by `attnphys heat dataset` (solvers/fd/heat_dataset.hpp):
-//   data  float32 [sample, t, x, (y), 1]  (x before y, PDEBench), grid/x, grid/y, grid/t, root attributes dim, bc,
-//   kappa, variable_kappa, homogeneous.
+// Training pairs read from an HDF5 dataset file: one written by `attnphys heat dataset`
+// (solvers/fd/heat_dataset.hpp: data float32 [sample, t, x, (y), 1], grid/x, grid/y, grid/t, root attributes dim,
+// bc, kappa, variable_kappa, homogeneous, and per-sample channels such as kappa [sample, x, (y)]) or any file in
+// PDEBench's layout (fields such as tensor [N, T, X], density [N, T, X, Y], x-coordinate, y-coordinate,
+// t-coordinate). See heat_data.hpp for the rules.
 // Everything the training relies on is checked before use, with messages that say what to change.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 #include <vector>
 
 #include "attnphys/core/hdf5_io.hpp"
@@ -14,99 +18,338 @@ namespace attnphys::training {
 
 namespace {
 
-// Uniform spacing of a coordinate list (relative tolerance 1e-6 of the spacing), or an error naming the list.
+std::string shape_text(const h5::Shape& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+  return out.empty() ? "scalar" : out;
+}
+
+std::string grid_text(long nx, long ny, int dim) {
+  return dim == 1 ? std::to_string(nx) + "-point" : std::to_string(nx) + "x" + std::to_string(ny);
+}
+
+// "'a' [4x2x16], 'grid/x' [16], ..." (at most 24 entries).
+std::string dataset_list(const h5::Reader& r) {
+  const auto names = r.datasets();
+  std::string out;
+  std::size_t shown = 0;
+  for (const auto& n : names) {
+    if (shown == 24) {
+      out += ", ... (" + std::to_string(names.size() - shown) + " more)";
+      break;
+    }
+    out += (shown++ ? ", '" : "'") + n + "' [" + shape_text(r.shape(n)) + "]";
+  }
+  return out.empty() ? "(none)" : out;
+}
+
+bool per_sample_groups(const h5::Reader& r);
+
+// What to say about PDEBench's per-sample groups when a dataset was not found.
+std::string groups_hint(const h5::Reader& r) {
+  return per_sample_groups(r) ? ". Files with one group per sample ('0000/data', ...) are not read: write the "
+                                "samples into one dataset [sample, t, x, (y), (C)]"
+                              : "";
+}
+
+bool per_sample_groups(const h5::Reader& r) {
+  for (const auto& n : r.datasets()) {
+    const auto slash = n.find('/');
+    if (slash != std::string::npos && slash > 0 &&
+        std::all_of(n.begin(), n.begin() + long(slash), [](char c) { return std::isdigit(unsigned(c)) != 0; }))
+      return true;
+  }
+  return false;
+}
+
+// Uniform spacing of a coordinate list, or an error naming the list. The tolerance allows float32 coordinates.
 double uniform_spacing(const std::vector<double>& v, const std::string& what, const std::string& path) {
   require(v.size() >= 2, "data.file '", path, "': ", what, " has ", v.size(), " value(s), at least 2 are needed");
   const double d = v[1] - v[0];
   require(d > 0 && std::isfinite(d), "data.file '", path, "': ", what, " is not increasing (", v[0], ", ", v[1],
           ", ...)");
+  double big = 0;
+  for (double x : v) big = std::max(big, std::abs(x));
+  const double tol = 1e-6 * d + 5e-7 * big;
   for (std::size_t i = 1; i < v.size(); ++i)
-    require(std::abs((v[i] - v[i - 1]) - d) <= 1e-6 * d, "data.file '", path, "': ", what,
+    require(std::abs((v[i] - v[i - 1]) - d) <= tol, "data.file '", path, "': ", what,
             " is not uniformly spaced (step ", v[i] - v[i - 1], " at index ", i, ", first step ", d, ")");
   return d;
 }
 
+// The first of `names` that is a dataset of the file, or "".
+std::string first_of(const h5::Reader& r, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (r.is_numeric_dataset(n)) return n;
+  return "";
+}
+
+// Locates a channel: its layout (time-dependent or static), component axis and sample count against the field's.
+// role: "data.field" or "data.channels".
+FileChannel locate(const h5::Reader& r, const ChannelSpec& spec, const std::string& role, int dim, long samples,
+                   long nt, long nx, long ny, const std::string& field_name) {
+  const std::string& path = r.path();
+  if (!r.is_numeric_dataset(spec.name))
+    fail("data.file '", path, "' has no dataset '", spec.name, "' (", role, " = '", spec.text(),
+         "'). Its datasets: ", dataset_list(r), groups_hint(r));
+  FileChannel c;
+  c.spec = spec;
+  c.shape = r.shape(spec.name);
+  const auto& s = c.shape;
+  const long rank = long(s.size());
+  const bool is_field = role == "data.field";
+  std::vector<std::uint64_t> grid{std::uint64_t(nx)};
+  if (dim == 2) grid.push_back(std::uint64_t(ny));
+  auto axes_match = [&](long at, const std::vector<std::uint64_t>& want) {
+    if (at + long(want.size()) > rank) return false;
+    for (std::size_t i = 0; i < want.size(); ++i)
+      if (s[std::size_t(at) + i] != want[i]) return false;
+    return true;
+  };
+  const std::string want = is_field ? std::string("[sample, t, x") + (dim == 2 ? ", y" : "") + ", (components)]"
+                                    : std::string("[sample, t, x") + (dim == 2 ? ", y" : "") +
+                                          ", (components)] or [sample, x" + (dim == 2 ? ", y" : "") +
+                                          ", (components)]";
+  if (is_field) {
+    require(rank == dim + 2 || rank == dim + 3, "data.file '", path, "': '", spec.name, "' (data.field) has shape ",
+            shape_text(s), "; a ", dim, "D field is ", want, " (rank ", dim + 2, " or ", dim + 3, ")");
+    c.time_dependent = true;
+  } else {
+    require(rank >= 1 && long(s[0]) == samples, "data.file '", path, "': channel '", spec.name, "' holds ",
+            rank >= 1 ? long(s[0]) : 0L, " samples but '", field_name, "' (data.field) holds ", samples,
+            ": every channel needs one entry per sample");
+    std::vector<std::uint64_t> tgrid{std::uint64_t(nt)};
+    tgrid.insert(tgrid.end(), grid.begin(), grid.end());
+    if ((rank == dim + 2 || rank == dim + 3) && axes_match(1, tgrid))
+      c.time_dependent = true;
+    else if ((rank == dim + 1 || rank == dim + 2) && axes_match(1, grid))
+      c.time_dependent = false;
+    else
+      fail("data.file '", path, "': channel '", spec.name, "' has shape ", shape_text(s), ", which does not fit '",
+           field_name, "' (", samples, " samples, ", nt, " snapshots on a ", grid_text(nx, ny, dim),
+           " grid): a channel is ", want, " on the grid of data.field");
+  }
+  const long grid_rank = 1 + (c.time_dependent ? 1 : 0) + dim;
+  c.components = rank > grid_rank ? long(s.back()) : 1;
+  if (spec.component >= 0) {
+    require(spec.component < c.components, "data.file '", path, "': '", spec.text(), "' (", role, ") asks for ",
+            "component ", spec.component, " but '", spec.name, "' has ", c.components, " component(s) along its last ",
+            "axis (shape ", shape_text(s), ")");
+    c.component = spec.component;
+  } else {
+    require(c.components == 1, "data.file '", path, "': '", spec.name, "' (", role, ") has ", c.components,
+            " components along its last axis (shape ", shape_text(s), "): choose one, e.g. '", spec.name, "[0]'");
+    c.component = 0;
+  }
+  return c;
+}
+
 }  // namespace
 
-HeatFileInfo inspect_heat_file(const std::string& path) {
+std::string ChannelSpec::text() const {
+  return component < 0 ? name : name + "[" + std::to_string(component) + "]";
+}
+
+ChannelSpec parse_channel(const std::string& text) {
+  ChannelSpec c;
+  const auto open = text.find('[');
+  if (open == std::string::npos) {
+    require(!text.empty() && text.find(']') == std::string::npos, "channel '", text, "' is not a dataset name: write ",
+            "'name' or 'name[k]' (component k of a trailing axis)");
+    c.name = text;
+    return c;
+  }
+  const std::string digits = text.substr(open + 1, text.size() >= open + 2 ? text.size() - open - 2 : 0);
+  require(open > 0 && text.back() == ']' && !digits.empty() &&
+              std::all_of(digits.begin(), digits.end(), [](char ch) { return std::isdigit(unsigned(ch)) != 0; }) &&
+              digits.size() < 10,
+          "channel '", text, "' is not 'name' or 'name[k]' with a component index k >= 0 (e.g. 'velocity[1]')");
+  c.name = text.substr(0, open);
+  c.component = std::stol(digits);
+  return c;
+}
+
+long FileChannel::values_per_sample() const {
+  long v = 1;
+  for (std::size_t i = 1; i < shape.size(); ++i) v *= long(shape[i]);
+  return v;
+}
+
+HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
+  const std::string& path = o.file;
   require(!path.empty(), "data.file is empty");
   require(std::filesystem::exists(path), "data.file '", path, "' does not exist (write it with `attnphys heat ",
           "dataset`, or leave data.file empty to generate the pairs)");
-  h5::Reader r(path, "heat_dataset", 1);  // refuses truncated, corrupted, foreign and too-new files
+  // Any HDF5 file, but a truncated, corrupted or non-HDF5 one is refused, and a file of attnphys keeps its checks
+  // (a checkpoint or a too-new dataset is not read as data).
+  h5::Reader r(path, h5::AnyFile{});
   HeatFileInfo f;
   f.path = path;
-  require(r.has("data"), "data.file '", path, "' has no dataset 'data'");
-  require(r.has_attr("/", "dim"), "data.file '", path, "' has no 'dim' attribute: it was not written by `attnphys ",
-          "heat dataset`");
-  f.dim = int(r.attr_long("/", "dim"));
+  f.attnphys = r.is_attnphys();
+  if (f.attnphys) r.require_kind("heat_dataset", 1);
+
+  // Dimension: our 'dim' attribute, else the coordinates present.
+  const std::string xname = first_of(r, {"grid/x", "x-coordinate"});
+  const std::string yname = first_of(r, {"grid/y", "y-coordinate"});
+  const std::string zname = first_of(r, {"grid/z", "z-coordinate"});
+  const std::string tname = first_of(r, {"grid/t", "t-coordinate"});
+  if (f.attnphys) {
+    require(r.has_attr("/", "dim"), "data.file '", path, "' has no 'dim' attribute: it was not written by ",
+            "`attnphys heat dataset`");
+    f.dim = int(r.attr_long("/", "dim"));
+  } else {
+    require(!xname.empty(), "data.file '", path, "' has no x coordinates (looked for 'grid/x' and 'x-coordinate'). ",
+            "Its datasets: ", dataset_list(r), groups_hint(r));
+    f.dim = !zname.empty() ? 3 : !yname.empty() ? 2 : 1;
+  }
   require(f.dim == 1 || f.dim == 2, "data.file '", path, "' is a ", f.dim, "D dataset; the surrogate trains on 1D ",
           "and 2D data");
-  const h5::Shape s = r.shape("data");
-  std::string got;
-  for (std::size_t i = 0; i < s.size(); ++i) got += (i ? "x" : "") + std::to_string(s[i]);
-  const std::size_t rank = std::size_t(f.dim) + 3;
-  require(s.size() == rank && s.back() == 1, "data.file '", path, "': 'data' has shape ", got, "; a ", f.dim,
-          "D heat dataset is [sample, t, x", f.dim == 2 ? ", y" : "", ", 1] (rank ", rank, ")");
-  f.samples = long(s[0]);
-  f.nt = long(s[1]);
-  const long nx = long(s[2]), ny = f.dim == 2 ? long(s[3]) : 1;
-  require(f.samples >= 1, "data.file '", path, "' holds no samples");
-  require(f.nt >= 2, "data.file '", path, "' holds ", f.nt, " snapshot(s) per sample; training pairs need at ",
-          "least 2 (write the dataset with dataset.nt >= 2)");
-  require(f.dim == 1 || nx == ny, "data.file '", path, "' has a ", nx, "x", ny, " grid; the surrogate trains on ",
-          "square grids (n points per axis)");
-  f.n = nx;
 
-  // Physics.
-  for (const char* a : {"bc", "kappa"})
-    require(r.has_attr("/", a), "data.file '", path, "' has no '", a, "' attribute (written by an older attnphys): ",
-            "write it again with `attnphys heat dataset`");
-  f.bc = r.attr_string("/", "bc");
-  require(f.bc != "mixed", "data.file '", path, "' has different boundary types on different sides; the ",
-          "surrogate's reference solver handles one type on every side");
-  heat::parse_bc_type(f.bc);
-  f.kappa = r.attr_double("/", "kappa");
-  require(f.kappa > 0 && std::isfinite(f.kappa), "data.file '", path, "': kappa = ", f.kappa, " is not positive");
-  require(!r.has_attr("/", "variable_kappa") || r.attr_long("/", "variable_kappa") == 0, "data.file '", path,
-          "' was made with a variable κ(x); training from files supports constant κ");
-  require(!r.has_attr("/", "homogeneous") || r.attr_long("/", "homogeneous") == 1, "data.file '", path,
-          "' has non-zero boundary data or a source; training from files supports the homogeneous problem");
-
-  // Grid: cell coordinates x_i = i·h (periodic) or (i + 1/2)·h, the same h along y.
-  for (const char* g : {"grid/x", "grid/t"})
-    require(r.has(g), "data.file '", path, "' has no dataset '", g, "'");
-  const auto gx = r.read<double>("grid/x"), gt = r.read<double>("grid/t");
-  require(long(gx.size()) == nx, "data.file '", path, "': grid/x has ", gx.size(), " values but 'data' has ", nx,
-          " points along x");
-  require(long(gt.size()) == f.nt, "data.file '", path, "': grid/t has ", gt.size(), " values but 'data' has ",
-          f.nt, " snapshots");
-  f.h = uniform_spacing(gx, "grid/x", path);
-  const double x0 = f.bc == "periodic" ? 0.0 : 0.5 * f.h;
-  require(std::abs(gx[0] - x0) <= 1e-6 * f.h, "data.file '", path, "': grid/x starts at ", gx[0], ", expected ",
-          x0, " for a ", f.bc, " grid of spacing ", f.h);
-  if (f.dim == 2) {
-    require(r.has("grid/y"), "data.file '", path, "' has no dataset 'grid/y'");
-    const auto gy = r.read<double>("grid/y");
-    require(long(gy.size()) == ny, "data.file '", path, "': grid/y has ", gy.size(), " values but 'data' has ", ny,
-            " points along y");
-    const double hy = uniform_spacing(gy, "grid/y", path);
-    require(std::abs(hy - f.h) <= 1e-6 * f.h, "data.file '", path, "': the spacing along y (", hy,
-            ") differs from the spacing along x (", f.h, "); the surrogate trains on square cells");
+  // The evolving field.
+  const ChannelSpec fs = parse_channel(o.field);
+  {
+    const long dim = f.dim;
+    if (!r.is_numeric_dataset(fs.name)) locate(r, fs, "data.field", f.dim, 0, 0, 0, 0, fs.name);  // the error
+    const h5::Shape s = r.shape(fs.name);
+    require(long(s.size()) == dim + 2 || long(s.size()) == dim + 3, "data.file '", path, "': '", fs.name,
+            "' has shape ", shape_text(s), "; a ", dim, "D heat dataset is [sample, t, x", dim == 2 ? ", y" : "",
+            ", (components)] (rank ", dim + 2, " or ", dim + 3, ")");
+    f.samples = long(s[0]);
+    f.nt = long(s[1]);
+    f.nx = long(s[2]);
+    f.ny = dim == 2 ? long(s[3]) : 1;
   }
-  f.length = double(f.n) * f.h;
-  f.dt = uniform_spacing(gt, "grid/t", path);
+  f.field = locate(r, fs, "data.field", f.dim, f.samples, f.nt, f.nx, f.ny, fs.name);
+  require(f.samples >= 1, "data.file '", path, "' holds no samples");
+  require(f.nt >= 2, "data.file '", path, "' holds ", f.nt, " snapshot(s) per sample of '", fs.name, "'; training ",
+          "pairs need at least 2 (write the dataset with dataset.nt >= 2)");
+  require(f.nx >= 2 && f.ny >= 1, "data.file '", path, "': '", fs.name, "' has a ", grid_text(f.nx, f.ny, f.dim),
+          " grid");
+  f.n = f.nx;
+
+  // Coordinates.
+  require(!xname.empty(), "data.file '", path, "' has no dataset 'grid/x' (nor 'x-coordinate')");
+  f.x = r.read<double>(xname);
+  require(long(f.x.size()) == f.nx, "data.file '", path, "': ", xname, " has ", f.x.size(), " values but '",
+          fs.name, "' has ", f.nx, " points along x");
+  f.h = uniform_spacing(f.x, xname, path);
+  f.hy = f.h;
+  f.y = {0.0};
+  if (f.dim == 2) {
+    require(!yname.empty(), "data.file '", path, "' has no dataset 'grid/y' (nor 'y-coordinate')");
+    f.y = r.read<double>(yname);
+    require(long(f.y.size()) == f.ny, "data.file '", path, "': ", yname, " has ", f.y.size(), " values but '",
+            fs.name, "' has ", f.ny, " points along y");
+    f.hy = uniform_spacing(f.y, yname, path);
+  }
+  f.length = double(f.nx) * f.h;
+  f.length_y = f.dim == 2 ? double(f.ny) * f.hy : f.length;
+  f.has_time = !tname.empty();
+  if (f.attnphys)
+    require(f.has_time, "data.file '", path, "' has no dataset 'grid/t'");
+  if (f.has_time) {
+    auto gt = r.read<double>(tname);
+    require(long(gt.size()) == f.nt || long(gt.size()) == f.nt + 1, "data.file '", path, "': ", tname, " has ",
+            gt.size(), " values but '", fs.name, "' has ", f.nt, " snapshots (", tname, " must have ", f.nt, " or ",
+            f.nt + 1, ")");
+    gt.resize(std::size_t(f.nt));
+    f.dt = uniform_spacing(gt, tname, path);
+  } else {
+    f.dt = 1.0;  // snapshot units
+  }
+
+  // Physics: ours with constant κ, no sources or boundary data, one boundary type and the field the solver
+  // advanced; else from the file.
+  std::vector<std::string> why;
+  f.bc = o.bc;
+  f.kappa = o.kappa;
+  if (r.has_attr("/", "family")) {
+    try {
+      f.family = r.attr_string("/", "family");
+    } catch (const Error&) {
+    }
+  }
+  if (!f.attnphys) {
+    why.push_back("it was not written by `attnphys heat dataset`");
+  } else {
+    if (r.has_attr("/", "variable_kappa") && r.attr_long("/", "variable_kappa") != 0) why.push_back("variable κ(x)");
+    if (r.has_attr("/", "homogeneous") && r.attr_long("/", "homogeneous") == 0)
+      why.push_back("sources or boundary data");
+    if (!r.has_attr("/", "bc")) why.push_back("no 'bc' attribute (written by an older attnphys)");
+    if (!r.has_attr("/", "kappa")) why.push_back("no 'kappa' attribute (written by an older attnphys)");
+    if (r.has_attr("/", "bc")) {
+      const std::string bc = r.attr_string("/", "bc");
+      if (bc == "mixed") {
+        why.push_back("different boundary types on different sides");
+      } else {
+        heat::parse_bc_type(bc);
+        f.bc = bc;
+      }
+    }
+    if (why.empty()) {
+      f.kappa = r.attr_double("/", "kappa");
+      require(f.kappa > 0 && std::isfinite(f.kappa), "data.file '", path, "': kappa = ", f.kappa,
+              " is not positive");
+    }
+    if (fs.name != "data" || f.field.components != 1)
+      why.push_back("data.field = '" + fs.text() + "' is not the solved field 'data'");
+    if (f.dim == 2 && (f.nx != f.ny || std::abs(f.hy - f.h) > 1e-6 * f.h))
+      why.push_back("a " + grid_text(f.nx, f.ny, 2) + " grid (the evaluation's reference solver runs on square " +
+                    "grids of square cells)");
+    // Cell coordinates of our writer: x_i = i·h (periodic) or (i + 1/2)·h.
+    const double x0 = f.bc == "periodic" ? 0.0 : 0.5 * f.h;
+    require(why.size() > 0 || std::abs(f.x[0] - x0) <= 1e-6 * f.h, "data.file '", path, "': ", xname,
+            " starts at ", f.x[0], ", expected ", x0, " for a ", f.bc, " grid of spacing ", f.h);
+  }
+  f.solver_physics = why.empty();
+  if (!f.solver_physics) {
+    std::string w;
+    for (std::size_t i = 0; i < why.size(); ++i) w += (i ? "; " : "") + why[i];
+    auto num = [](double v) {
+      std::ostringstream os;
+      os << v;
+      return os.str();
+    };
+    f.physics_note = "data.file '" + path + "' has its physics from the file (" + w + "): box " + num(f.length) +
+                     (f.dim == 2 ? " x " + num(f.length_y) : "") +
+                     " from the coordinates, boundary type '" + f.bc + "'" +
+                     (f.attnphys && r.has_attr("/", "bc") && f.bc != "mixed" ? " from the file" : " from data.bc") +
+                     (f.has_time ? "" : ", no time coordinates (snapshot spacing taken as 1)");
+  }
+
+  // Extra channels.
+  for (const auto& text : o.channels)
+    f.channels.push_back(locate(r, parse_channel(text), "data.channels", f.dim, f.samples, f.nt, f.nx, f.ny, fs.name));
   return f;
 }
 
 HeatDataOptions resolve_heat_data(const HeatDataOptions& o) {
-  if (o.file.empty()) return o;
+  if (o.file.empty()) {
+    require(o.field == "data", "data.field = '", o.field, "' names a dataset of data.file, but data.file is empty ",
+            "(generated pairs have only the solved field): set data.file or leave data.field at \"data\"");
+    if (!o.channels.empty()) {
+      std::string names;
+      for (const auto& c : o.channels) names += (names.empty() ? "" : ", ") + c;
+      fail("data.channels = [", names, "] names datasets of data.file, but data.file is empty (generated pairs ",
+           "have no extra channels): set data.file or data.channels = []");
+    }
+    HeatDataOptions r = o;
+    if (r.n == 0) r.n = 32;
+    return r;
+  }
   o.validate();
-  const HeatFileInfo f = inspect_heat_file(o.file);
+  const HeatFileInfo f = inspect_heat_file(o);
   require(f.dim == o.dim, "data.file '", o.file, "' is ", f.dim, "D but data.dim = ", o.dim, ": set data.dim = ",
           f.dim);
-  require(f.n == o.n, "data.file '", o.file, "' holds fields on a grid of ", f.n, " points per axis but the model ",
-          "is configured for data.n = ", o.n, ": set data.n = ", f.n, " or write the dataset on a ", o.n,
-          "-point grid");
+  if (o.n != 0) {
+    if (f.dim == 1 || f.nx == f.ny)
+      require(f.nx == o.n, "data.file '", o.file, "' holds fields on a grid of ", f.nx, " points per axis but the ",
+              "model is configured for data.n = ", o.n, ": set data.n = ", f.nx, " (or 0 to take the file's grid) ",
+              "or write the dataset on a ", o.n, "-point grid");
+    else
+      fail("data.file '", o.file, "' holds fields on a ", f.nx, "x", f.ny, " grid but data.n = ", o.n, " names a ",
+           "square grid: set data.n = 0 to take the file's grid");
+  }
   const long need = o.n_train + o.n_val + o.n_test;
   require(need <= f.samples, "data.file '", o.file, "' holds ", f.samples, " samples but data.n_train + n_val + ",
           "n_test = ", need);
@@ -120,10 +363,16 @@ HeatDataOptions resolve_heat_data(const HeatDataOptions& o) {
           " = ", o.file_stride, " with horizons up to ", max_offset / o.file_stride, " needs at least ",
           max_offset + 1);
   HeatDataOptions r = o;
+  r.n = f.nx;
+  r.nx = f.nx;
+  r.ny = f.dim == 1 ? 1 : f.ny;
   r.length = f.length;
+  r.length_y = f.length_y;
   r.kappa = f.kappa;
   r.bc = f.bc;
   r.file_nt = f.nt;
+  r.solver_physics = f.solver_physics;
+  r.info = std::make_shared<const HeatFileInfo>(f);
   // The base horizon Δt = stride·(t[1] − t[0]), expressed in the units horizon() works in.
   const double dt = double(o.file_stride) * f.dt;
   const double h = r.h();
@@ -131,40 +380,76 @@ HeatDataOptions resolve_heat_data(const HeatDataOptions& o) {
   return r;
 }
 
+namespace {
+// Every value of component `k` of `rows` samples of a channel is finite, else an error naming the channel and sample.
+void check_finite(const std::vector<double>& buf, long rows, long per_sample, long comps, long k,
+                  const std::string& name, long first, const std::string& path) {
+  for (long s = 0; s < rows; ++s)
+    for (long i = k; i < per_sample; i += comps) {
+      const double v = buf[std::size_t(s * per_sample + i)];
+      if (!std::isfinite(v))
+        fail("data.file '", path, "' holds a non-finite value (", v, ") in '", name, "' at sample ", first + s,
+             " (flat index ", i, " of that sample): clean or drop the sample before training");
+    }
+}
+}  // namespace
+
 HeatPairs read_heat_pairs(const HeatDataOptions& o, long first, long count) {
-  require(!o.file.empty() && o.file_nt >= 2, "read_heat_pairs: data.file is not set or not resolved");
-  h5::Reader r(o.file, "heat_dataset", 1);
-  const h5::Shape s = r.shape("data");
-  require(long(s.size()) == o.dim + 3 && long(s[1]) == o.file_nt && long(s[2]) == o.n &&
-              (o.dim == 1 || long(s[3]) == o.n),
-          "data.file '", o.file, "' changed since it was inspected");
-  require(first >= 0 && count >= 0 && first + count <= long(s[0]), "samples [", first, ", ", first + count,
-          ") outside data.file '", o.file, "' (", s[0], " samples)");
-  const long n = o.n, nt = o.file_nt, P = o.dim == 1 ? n : n * n, per = o.pairs_per_sample();
+  require(!o.file.empty() && o.file_nt >= 2 && o.info, "read_heat_pairs: data.file is not set or not resolved");
+  const HeatFileInfo& f = *o.info;
+  h5::Reader r(o.file, h5::AnyFile{});
+  if (f.attnphys) r.require_kind("heat_dataset", 1);
+  require(r.is_numeric_dataset(f.field.spec.name) && r.shape(f.field.spec.name) == f.field.shape, "data.file '",
+          o.file, "' changed since it was inspected");
+  for (const auto& c : f.channels)
+    require(r.is_numeric_dataset(c.spec.name) && r.shape(c.spec.name) == c.shape, "data.file '", o.file,
+            "' changed since it was inspected");
+  require(first >= 0 && count >= 0 && first + count <= f.samples, "samples [", first, ", ", first + count,
+          ") outside data.file '", o.file, "' (", f.samples, " samples)");
+  const long nx = f.nx, ny = o.dim == 1 ? 1 : f.ny, nt = f.nt, P = nx * ny, per = o.pairs_per_sample();
+  const long C = long(f.channels.size());
   HeatPairs p;
   p.count = count * per;
-  p.n = n;
+  p.n = p.nx = nx;
+  p.ny = ny;
   p.dim = o.dim;
   p.points = P;
-  p.coords = grid_coordinates(o, n);
+  p.coords = grid_coordinates(o);
   p.inputs = View2<double>("attnphys::file_inputs", p.count, P);
   p.targets = View2<double>("attnphys::file_targets", p.count, P);
   p.tau = View1<double>("attnphys::pair_horizon", p.count);
+  p.extra = View3<double>("attnphys::file_channels", p.count, P, C);
   auto hin = Kokkos::create_mirror_view(p.inputs), htg = Kokkos::create_mirror_view(p.targets);
   auto htau = Kokkos::create_mirror_view(p.tau);
-  // Slabs of at most ~32 MiB of float32 samples.
-  const long per_sample = nt * P;
-  const long slab = std::max(1L, std::min(count, (32L << 20) / (4 * per_sample)));
-  std::vector<float> buf(std::size_t(slab * per_sample));
+  auto hex = Kokkos::create_mirror_view(p.extra);
+  // Slabs of at most ~64 MiB of samples (read as double whatever the file's precision).
+  long per_sample_values = f.field.values_per_sample();
+  for (const auto& c : f.channels) per_sample_values += c.values_per_sample();
+  const long slab = std::max(1L, std::min(count, (64L << 20) / (8 * per_sample_values)));
+  const long fvals = f.field.values_per_sample(), fc = f.field.components, fk = f.field.component;
+  std::vector<double> fbuf(std::size_t(slab * fvals));
+  std::vector<std::vector<double>> cbuf(static_cast<std::size_t>(C));
+  for (long j = 0; j < C; ++j) cbuf[std::size_t(j)].resize(std::size_t(slab * f.channels[std::size_t(j)].values_per_sample()));
   long row = 0;
   for (long s0 = 0; s0 < count; s0 += slab) {
     const long c = std::min(slab, count - s0);
-    r.read_rows<float>("data", std::uint64_t(first + s0), std::uint64_t(c), buf.data());
-    // File index of (sample, t, x, y): ((s·nt + t)·nx + x)·ny + y; ours of (y, x): y·nx + x.
+    r.read_rows<double>(f.field.spec.name, std::uint64_t(first + s0), std::uint64_t(c), fbuf.data());
+    check_finite(fbuf, c, fvals, fc, fk, f.field.spec.name, first + s0, o.file);
+    for (long j = 0; j < C; ++j) {
+      const auto& ch = f.channels[std::size_t(j)];
+      r.read_rows<double>(ch.spec.name, std::uint64_t(first + s0), std::uint64_t(c), cbuf[std::size_t(j)].data());
+      check_finite(cbuf[std::size_t(j)], c, ch.values_per_sample(), ch.components, ch.component, ch.spec.name,
+                   first + s0, o.file);
+    }
+    // File index of (sample, t, x, y, k): (((s·nt + t)·nx + x)·ny + y)·C + k; ours of (y, x): y·nx + x.
     auto at = [&](long sl, long t, long q) {
-      const long x = q % n, y = q / n;
-      const long ny = o.dim == 1 ? 1 : n;
-      return double(buf[std::size_t(((sl * nt + t) * n + x) * ny + y)]);
+      const long x = q % nx, y = q / nx;
+      return fbuf[std::size_t((((sl * nt + t) * nx + x) * ny + y) * fc + fk)];
+    };
+    auto channel_at = [&](long j, long sl, long t, long q) {
+      const auto& ch = f.channels[std::size_t(j)];
+      const long x = q % nx, y = q / nx, tt = ch.time_dependent ? t : 0, ntc = ch.time_dependent ? nt : 1;
+      return cbuf[std::size_t(j)][std::size_t((((sl * ntc + tt) * nx + x) * ny + y) * ch.components + ch.component)];
     };
     for (long sl = 0; sl < c; ++sl)
       for (double m : o.horizons) {
@@ -173,18 +458,17 @@ HeatPairs read_heat_pairs(const HeatDataOptions& o, long first, long count) {
           for (long q = 0; q < P; ++q) {
             hin(row, q) = at(sl, k, q);
             htg(row, q) = at(sl, k + off, q);
+            for (long j = 0; j < C; ++j) hex(row, q, j) = channel_at(j, sl, k, q);
           }
           htau(row) = m;
         }
       }
   }
   require(row == p.count, "read_heat_pairs: ", row, " pairs read, expected ", p.count);
-  for (long i = 0; i < p.count * P; ++i)
-    require(std::isfinite(hin.data()[i]) && std::isfinite(htg.data()[i]), "data.file '", o.file,
-            "' holds a non-finite value in samples [", first, ", ", first + count, ")");
   Kokkos::deep_copy(p.inputs, hin);
   Kokkos::deep_copy(p.targets, htg);
   Kokkos::deep_copy(p.tau, htau);
+  Kokkos::deep_copy(p.extra, hex);
   return p;
 }
 

@@ -36,16 +36,36 @@ double mean_rel_l2(const View2<double>& pred, const View2<double>& ref) {
 
 View2<double> HeatEvaluator::predict(const View2<double>& inputs, long np, SurrogateCache<float>& cache,
                                      double tau) {
+  return predict(inputs, View3<double>(), grid_coordinates(cfg_.data, np), cache, tau);
+}
+
+View2<double> HeatEvaluator::predict(const View2<double>& inputs, const View3<double>& extra,
+                                     const View2<double>& coords_d, SurrogateCache<float>& cache, double tau) {
   const long count = inputs.extent(0), P = inputs.extent(1);
-  const auto coords_d = grid_coordinates(cfg_.data, np);
+  const long C = long(extra.extent(2));
+  require(C == model_.options().extra_inputs() && (C == 0 || long(extra.extent(0)) == count),
+          "heat surrogate evaluation: ", C, " extra channel(s) given, the model takes ",
+          model_.options().extra_inputs());
+  require(long(ch_.mean.size()) == C && long(ch_.std.size()) == C, "heat surrogate evaluation: statistics of ",
+          ch_.mean.size(), " extra channel(s) for ", C);
+  require(long(coords_d.extent(0)) == P, "heat surrogate evaluation: ", coords_d.extent(0), " coordinates for ", P,
+          " points");
   View2<float> coords("attnphys::coords_f", P, cfg_.data.dim);
   const long dim = cfg_.data.dim;
   Kokkos::parallel_for(
       "attnphys::coords_to_float", Kokkos::RangePolicy<ExecSpace>(0, P * dim),
       KOKKOS_LAMBDA(long i) { coords(i / dim, i % dim) = float(coords_d(i / dim, i % dim)); });
+  View1<double> cm("attnphys::eval_channel_mean", C), ci("attnphys::eval_channel_inv_std", C);
+  {
+    auto hm = Kokkos::create_mirror_view(cm), hi = Kokkos::create_mirror_view(ci);
+    for (long c = 0; c < C; ++c) hm(c) = ch_.mean[std::size_t(c)], hi(c) = 1.0 / ch_.std[std::size_t(c)];
+    Kokkos::deep_copy(cm, hm);
+    Kokkos::deep_copy(ci, hi);
+  }
   View2<double> out("attnphys::prediction", count, P);
   const long chunk = std::max(1L, std::min<long>(count, 32));
   View1<float> in("attnphys::eval_in", chunk * P), pr("attnphys::eval_pred", chunk * P);
+  View2<float> ex("attnphys::eval_channels", chunk * P, C);
   View1<float> taus("attnphys::eval_tau", chunk);
   Kokkos::deep_copy(taus, float(tau));
   const double mu = mu_, inv = 1.0 / sigma_, sd = sigma_;
@@ -54,8 +74,15 @@ View2<double> HeatEvaluator::predict(const View2<double>& inputs, long np, Surro
     Kokkos::parallel_for(
         "attnphys::eval_normalise", Kokkos::RangePolicy<ExecSpace>(0, c * P),
         KOKKOS_LAMBDA(long i) { in(i) = float((inputs(s0 + i / P, i % P) - mu) * inv); });
+    if (C > 0)
+      Kokkos::parallel_for(
+          "attnphys::eval_normalise_channels", Kokkos::RangePolicy<ExecSpace>(0, c * P * C), KOKKOS_LAMBDA(long i) {
+            const long k = i % C, t = i / C;
+            ex(t, k) = float((extra(s0 + t / P, t % P, k) - cm(k)) * ci(k));
+          });
     auto pv = Kokkos::subview(pr, std::make_pair(0L, c * P));
-    model_.forward(pv, cache, Kokkos::subview(in, std::make_pair(0L, c * P)), {}, coords, c, P, params_,
+    const ConstMat<float> es = C > 0 ? ConstMat<float>(ex.data(), c * P, C) : ConstMat<float>();
+    model_.forward(pv, cache, Kokkos::subview(in, std::make_pair(0L, c * P)), es, coords, c, P, params_,
                    Kokkos::subview(taus, std::make_pair(0L, c)));
     Kokkos::parallel_for(
         "attnphys::eval_denormalise", Kokkos::RangePolicy<ExecSpace>(0, c * P),
@@ -64,11 +91,34 @@ View2<double> HeatEvaluator::predict(const View2<double>& inputs, long np, Surro
   return out;
 }
 
+namespace detail_eval {
+// Rows `rows[i]` of a [count, ...] view, as a new view (device copies).
+View2<double> pick_rows(const View2<double>& v, const std::vector<long>& rows) {
+  View2<double> out("attnphys::rows", long(rows.size()), v.extent(1));
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    Kokkos::deep_copy(Kokkos::subview(out, long(i), Kokkos::ALL), Kokkos::subview(v, rows[i], Kokkos::ALL));
+  return out;
+}
+View3<double> pick_rows(const View3<double>& v, const std::vector<long>& rows) {
+  View3<double> out("attnphys::rows", long(rows.size()), v.extent(1), v.extent(2));
+  if (v.extent(2) == 0) return out;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    Kokkos::deep_copy(Kokkos::subview(out, long(i), Kokkos::ALL, Kokkos::ALL),
+                      Kokkos::subview(v, rows[i], Kokkos::ALL, Kokkos::ALL));
+  return out;
+}
+}  // namespace detail_eval
+
 void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const std::string& config_toml) {
+  using detail_eval::pick_rows;
   using detail_eval::seconds_since;
   const auto& D = cfg_.data;
   const auto& E = cfg_.eval;
   SurrogateCache<float> cache;
+  res.solver_physics = D.solver_physics;
+  res.notes.clear();
+  if (!D.solver_physics && D.info) res.notes.push_back(D.info->physics_note);
+  const std::string why_skip = D.solver_physics ? "" : "the physics comes from the file, so there is no reference solver";
 
   // Test metrics at the training resolution, over one base horizon (every test pair of that horizon: several per
   // sample when a file holds more snapshots than one pair needs).
@@ -76,12 +126,13 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
   Db.horizons = {1.0};
   HeatPairs test = make_heat_pairs(Db, D.n_train + D.n_val, D.n_test, D.n);
   const long n_test_rows = test.count, per_sample = Db.pairs_per_sample();
+  const long C = test.channels();
   const auto t_pred = std::chrono::steady_clock::now();
-  View2<double> pred = predict(test.inputs, D.n, cache);
+  View2<double> pred = predict(test.inputs, test.extra, test.coords, cache);
   Kokkos::fence();
   const double pred_seconds = seconds_since(t_pred);
   auto hp = to_host(pred), hr = to_host(test.targets), hi = to_host(test.inputs);
-  const int ny = D.dim == 1 ? 1 : int(D.n), nx = int(D.n);
+  const int ny = int(test.ny), nx = int(test.nx);
   std::vector<FieldMetrics> per;
   for (long s = 0; s < n_test_rows; ++s)
     per.push_back(field_metrics(&hp(s, 0), &hr(s, 0), ny, nx));
@@ -93,33 +144,58 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
       HeatDataOptions Dm = D;
       Dm.horizons = {m};
       HeatPairs tm = make_heat_pairs(Dm, D.n_train + D.n_val, D.n_test, D.n);
-      res.test_rel_l2_by_horizon.push_back(mean_rel_l2(predict(tm.inputs, D.n, cache, m), tm.targets));
+      res.test_rel_l2_by_horizon.push_back(mean_rel_l2(predict(tm.inputs, tm.extra, tm.coords, cache, m), tm.targets));
     }
 
-  // Autoregressive rollout from the first test samples' first inputs, against the reference solver.
+  // Autoregressive rollout from the first test samples' first inputs: against the reference solver (solver
+  // physics, static channels), else along the file's own later snapshots.
   const long nr = std::min(E.rollout_samples, D.n_test);
   res.rollout.clear();
-  if (E.rollout_steps > 0) {
-    View2<double> ref("attnphys::rollout_ref", nr, test.points), cur("attnphys::rollout_cur", nr, test.points);
-    if (per_sample == 1) {
-      Kokkos::deep_copy(ref, Kokkos::subview(test.inputs, std::make_pair(0L, nr), Kokkos::ALL));
-    } else {
-      const auto ti = test.inputs;
-      const long P = test.points;
-      Kokkos::parallel_for(
-          "attnphys::rollout_start", Kokkos::RangePolicy<ExecSpace>(0, nr * P),
-          KOKKOS_LAMBDA(long i) { ref(i / P, i % P) = ti((i / P) * per_sample, i % P); });
-    }
+  bool static_channels = true;
+  if (D.info)
+    for (const auto& c : D.info->channels) static_channels = static_channels && !c.time_dependent;
+  if (E.rollout_steps > 0 && D.solver_physics && static_channels) {
+    std::vector<long> start(static_cast<std::size_t>(nr));
+    for (long s = 0; s < nr; ++s) start[std::size_t(s)] = s * per_sample;
+    View2<double> ref = pick_rows(test.inputs, start);
+    const View3<double> ex = pick_rows(test.extra, start);
+    View2<double> cur("attnphys::rollout_cur", nr, test.points);
     Kokkos::deep_copy(cur, ref);
     for (long k = 1; k <= E.rollout_steps; ++k) {
       advance_reference(D, ref, D.n, 1.0, D.reference_substeps);
-      cur = predict(cur, D.n, cache);
+      cur = predict(cur, ex, test.coords, cache);
       res.rollout.push_back(mean_rel_l2(cur, ref));
+    }
+  } else if (E.rollout_steps > 0) {
+    // Step j (1-based) starts from snapshot (j − 1)·stride, the row of that start, and ends at the row's target.
+    const long stride = D.file_stride, avail = (D.file_nt - 1) / stride;
+    const long steps = std::min(E.rollout_steps, avail);
+    if (steps >= 2) {
+      std::vector<long> rows(static_cast<std::size_t>(nr));
+      for (long s = 0; s < nr; ++s) rows[std::size_t(s)] = s * per_sample;
+      View2<double> cur = pick_rows(test.inputs, rows);
+      for (long j = 1; j <= steps; ++j) {
+        for (long s = 0; s < nr; ++s) rows[std::size_t(s)] = s * per_sample + (j - 1) * stride;
+        cur = predict(cur, pick_rows(test.extra, rows), test.coords, cache);
+        res.rollout.push_back(mean_rel_l2(cur, pick_rows(test.targets, rows)));
+      }
+      if (steps < E.rollout_steps)
+        res.notes.push_back("rollout: " + std::to_string(steps) + " of eval.rollout_steps = " +
+                            std::to_string(E.rollout_steps) + " horizons, along the file's own snapshots (" +
+                            std::to_string(D.file_nt) + " per sample)");
+    } else {
+      res.notes.push_back("rollout skipped: " + why_skip + ", and data.file holds " + std::to_string(D.file_nt) +
+                          " snapshots per sample, too few for a rollout of 2 horizons along them");
     }
   }
 
   // Resolution transfer: the same physical fields on a finer grid.
-  if (E.transfer_n > 0) {
+  if (E.transfer_n > 0 && (!D.solver_physics || C > 0)) {
+    res.notes.push_back("resolution transfer skipped: " +
+                        (D.solver_physics ? std::string("the generated fields of the finer grid have no extra "
+                                                        "channels (data.channels)")
+                                          : why_skip + " to generate the finer grid's fields"));
+  } else if (E.transfer_n > 0) {
     const long ns = std::min(E.transfer_samples, D.n_test);
     HeatPairs fine = generate_heat_pairs(Db, D.n_train + D.n_val, ns, E.transfer_n);
     View2<double> fp = predict(fine.inputs, E.transfer_n, cache);
@@ -132,7 +208,9 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
 
   // Speed against the solver at equal accuracy: the fewest ADI/CN steps over one horizon whose error against the
   // reference is no larger than the surrogate's, timed on the same batch of test samples.
-  if (E.speed) {
+  if (E.speed && !D.solver_physics) {
+    res.notes.push_back("speed against ADI skipped: " + why_skip + " to time");
+  } else if (E.speed) {
     res.surrogate_ms_per_sample = 1e3 * pred_seconds / double(n_test_rows);
     const double target = res.test.rel_l2;
     long steps = 1;
@@ -155,15 +233,18 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
   }
 
   // Attention map of the central query, beside the exact heat kernel and the solver's own response.
-  const long n = D.n, P = test.points;
-  const long qx = n / 2, qy = D.dim > 1 ? n / 2 : 0, q = qy * n + qx;
-  View2<double> one("attnphys::one_input", 1, P);
-  Kokkos::deep_copy(one, Kokkos::subview(test.inputs, std::make_pair(0L, 1L), Kokkos::ALL));
-  predict(one, D.n, cache);
+  const long P = test.points;
+  const long qx = nx / 2, qy = D.dim > 1 ? ny / 2 : 0, q = qy * nx + qx;
+  predict(pick_rows(test.inputs, {0L}), pick_rows(test.extra, {0L}), test.coords, cache);
   std::vector<double> att = model_.attention_map(cache, params_, E.attention_layer, 0, q);
   const std::vector<double> op_row = model_.operator_row(cache, params_, q);
-  std::vector<double> kern(P), stencil(P);
-  {
+  std::vector<double> kern, stencil;
+  if (!D.solver_physics) {
+    res.notes.push_back("heat-kernel comparison skipped: " + why_skip + " and no known heat kernel");
+  } else {
+    kern.resize(std::size_t(P));
+    stencil.resize(std::size_t(P));
+    const long n = D.n;
     const double L = D.length, s2 = 2 * D.kappa * D.horizon();  // variance of the heat kernel per axis
     const auto prob = D.problem(n);
     double tot = 0;
@@ -207,10 +288,12 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
     if (!res.rollout.empty()) w.write<double>("/rollout/rel_l2", res.rollout);
     w.write<double>("/attention/weights", att.data(), {sny, snx});
     if (!op_row.empty()) w.write<double>("/attention/operator", op_row.data(), {sny, snx});
-    w.write<double>("/attention/heat_kernel", kern.data(), {sny, snx});
-    w.write<double>("/attention/stencil", stencil.data(), {sny, snx});
+    if (!kern.empty()) {
+      w.write<double>("/attention/heat_kernel", kern.data(), {sny, snx});
+      w.write<double>("/attention/stencil", stencil.data(), {sny, snx});
+      w.set_attr("/attention", "kernel_width", std::sqrt(2 * D.kappa * D.horizon()));
+    }
     w.set_attr("/attention", "query", std::vector<double>{double(qy), double(qx)});
-    w.set_attr("/attention", "kernel_width", std::sqrt(2 * D.kappa * D.horizon()));
     if (!metric_columns_.empty() && !metric_rows_.empty()) {
       const std::uint64_t nc = metric_columns_.size(), nr = metric_rows_.size() / nc;
       w.write<double>("/metrics/table", metric_rows_.data(), {nr, nc});
@@ -219,6 +302,12 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
       w.set_attr("/metrics/table", "columns", names);
     }
     w.set_attr("/", "config", config_toml);
+    w.set_attr("/", "physics", std::string(D.solver_physics ? "solver" : "file"));
+    if (!res.notes.empty()) {
+      std::string all;
+      for (const auto& nt : res.notes) all += (all.empty() ? "" : "\n") + nt;
+      w.set_attr("/", "notes", all);
+    }
     w.commit();
   }
   const std::string summary = (fs::path(out_dir) / "summary.json").string();
@@ -246,7 +335,15 @@ Json HeatRunResult::to_json() const {
   j.set("solver_steps_equal_accuracy", solver_steps_equal_accuracy);
   j.set("solver_rel_l2_equal_accuracy", solver_rel_l2_equal_accuracy);
   j.set("speedup_vs_solver", speedup_vs_solver);
-  j.set("attention_kernel_overlap", attention_kernel_overlap);
+  j.set("attention_kernel_overlap", solver_physics ? Json(attention_kernel_overlap) : Json());
+  if (!solver_physics)  // nothing was timed or transferred
+    for (const char* k : {"surrogate_ms_per_sample", "solver_ms_per_sample", "solver_steps_equal_accuracy",
+                          "solver_rel_l2_equal_accuracy", "speedup_vs_solver", "transfer_rel_l2"})
+      j.set(k, Json());
+  j.set("physics", solver_physics ? "solver" : "file");
+  Json nts = Json::array();
+  for (const auto& n : notes) nts.push_back(n);
+  j.set("notes", nts);
   j.set("checkpoint", checkpoint);
   return j;
 }
@@ -279,7 +376,8 @@ std::string HeatRunResult::table() const {
     row("ADI ms / sample at equal accuracy", solver_ms_per_sample);
     row("speed-up vs ADI at equal accuracy", speedup_vs_solver);
   }
-  row("attention / heat-kernel overlap", attention_kernel_overlap);
+  if (solver_physics) row("attention / heat-kernel overlap", attention_kernel_overlap);
+  for (const auto& n : notes) os << "  note: " << n << "\n";
   return os.str();
 }
 

@@ -8,11 +8,17 @@
 
 namespace attnphys::training {
 
+// Mean and standard deviation of each extra input channel (data.channels) over the training split.
+struct ChannelNorm {
+  std::vector<double> mean, std;
+};
+
 class HeatEvaluator {
  public:
+  // cfg: resolved (HeatRunConfig::resolved).
   HeatEvaluator(const HeatRunConfig& cfg, const HeatSurrogate<float>& model, const ParameterBuffer<float>& params,
-                double mu, double sigma)
-      : cfg_(cfg), model_(model), params_(params), mu_(mu), sigma_(sigma) {}
+                double mu, double sigma, ChannelNorm channels = {})
+      : cfg_(cfg), model_(model), params_(params), mu_(mu), sigma_(sigma), ch_(std::move(channels)) {}
   // Fills the evaluation fields of res and writes eval.h5 and summary.json into out_dir.
   void run(HeatRunResult& res, const std::string& out_dir, const std::string& config_toml);
   // Training metrics (the rows of metrics.csv of this run) to store in eval.h5 under /metrics as well.
@@ -22,8 +28,12 @@ class HeatEvaluator {
   }
   // The group whose rank 0 writes the files (default: Comm::world()).
   void set_comm(const Comm& comm) { comm_ = comm; }
-  // Surrogate prediction of fields [count, points] on an n-per-axis grid (denormalised, double), tau base horizons
-  // ahead (a model without model.dt_input always predicts one).
+  // Surrogate prediction of fields [count, points] at coordinates [points, dim] (denormalised, double), with the
+  // raw extra channels [count, points, C] of each input (C = 0: none), tau base horizons ahead (a model without
+  // model.dt_input always predicts one).
+  View2<double> predict(const View2<double>& inputs, const View3<double>& extra, const View2<double>& coords,
+                        SurrogateCache<float>& cache, double tau = 1.0);
+  // The same on a generated n-per-axis grid of the configured problem, without extra channels.
   View2<double> predict(const View2<double>& inputs, long n_points, SurrogateCache<float>& cache, double tau = 1.0);
 
  private:
@@ -31,6 +41,7 @@ class HeatEvaluator {
   const HeatSurrogate<float>& model_;
   const ParameterBuffer<float>& params_;
   double mu_, sigma_;
+  ChannelNorm ch_;
   Comm comm_ = Comm::world();
   std::vector<std::string> metric_columns_;
   std::vector<double> metric_rows_;

@@ -28,7 +28,7 @@ template <class T>
 double relative_loss(const Kokkos::View<T*, Kokkos::LayoutRight, MemSpace>& dout,
                      const Kokkos::View<const T*, Kokkos::LayoutRight, MemSpace>& pred,
                      const Kokkos::View<const T*, Kokkos::LayoutRight, MemSpace>& target, long batch, long points,
-                     long n, int dim, double mu, double sigma, double h1_weight, long mean_over) {
+                     long nx, long ny, int dim, double mu, double sigma, double h1_weight, long mean_over) {
   using detail_loss::Sums;
   View1<double> loss("attnphys::loss", batch);
   const bool h1 = h1_weight > 0;
@@ -47,13 +47,13 @@ double relative_loss(const Kokkos::View<T*, Kokkos::LayoutRight, MemSpace>& dout
               acc.e2 += e * e;
               acc.t2 += t * t;
               if (h1) {
-                const long x = p % n, y = p / n;
-                if (x + 1 < n) {
+                const long x = p % nx, y = p / nx;
+                if (x + 1 < nx) {
                   const double de = err(p + 1) - e, dt = tru(p + 1) - t;
                   acc.ge2 += de * de, acc.gt2 += dt * dt;
                 }
-                if (dim > 1 && y + 1 < n) {
-                  const double de = err(p + n) - e, dt = tru(p + n) - t;
+                if (dim > 1 && y + 1 < ny) {
+                  const double de = err(p + nx) - e, dt = tru(p + nx) - t;
                   acc.ge2 += de * de, acc.gt2 += dt * dt;
                 }
               }
@@ -69,12 +69,12 @@ double relative_loss(const Kokkos::View<T*, Kokkos::LayoutRight, MemSpace>& dout
           const double e = err(p);
           double g = c_l2 * e;
           if (h1) {
-            const long x = p % n, y = p / n;
+            const long x = p % nx, y = p / nx;
             double lap = 0;  // Σ over edges touching p of (e_p − e_neighbour)
-            if (x + 1 < n) lap += e - err(p + 1);
+            if (x + 1 < nx) lap += e - err(p + 1);
             if (x > 0) lap += e - err(p - 1);
-            if (dim > 1 && y + 1 < n) lap += e - err(p + n);
-            if (dim > 1 && y > 0) lap += e - err(p - n);
+            if (dim > 1 && y + 1 < ny) lap += e - err(p + nx);
+            if (dim > 1 && y > 0) lap += e - err(p - nx);
             g += c_h1 * lap;
           }
           dout(off + p) = T(g * sigma * inv_b);
@@ -90,10 +90,10 @@ double relative_loss(const Kokkos::View<T*, Kokkos::LayoutRight, MemSpace>& dout
 template double relative_loss<float>(const Kokkos::View<float*, Kokkos::LayoutRight, MemSpace>&,
                                      const Kokkos::View<const float*, Kokkos::LayoutRight, MemSpace>&,
                                      const Kokkos::View<const float*, Kokkos::LayoutRight, MemSpace>&, long, long,
-                                     long, int, double, double, double, long);
+                                     long, long, int, double, double, double, long);
 template double relative_loss<double>(const Kokkos::View<double*, Kokkos::LayoutRight, MemSpace>&,
                                       const Kokkos::View<const double*, Kokkos::LayoutRight, MemSpace>&,
                                       const Kokkos::View<const double*, Kokkos::LayoutRight, MemSpace>&, long, long,
-                                      long, int, double, double, double, long);
+                                      long, long, int, double, double, double, long);
 
 }  // namespace attnphys::training

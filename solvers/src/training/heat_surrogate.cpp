@@ -30,7 +30,7 @@ void SurrogateOptions::declare(OptionSet& set) {
   set.add("model.coord_features", &encoder.coord_features, "random Fourier features (coords = fourier)",
           Range::at_least(1));
   set.add("model.coord_sigma", &encoder.coord_sigma, "frequency scale of the Fourier features", Range::positive());
-  set.add("model.input_kappa", &input_kappa, "feed κ(x) as a second input channel");
+  set.add("model.input_kappa", &input_kappa, "shorthand for data.channels = [\"kappa\"] (transformer)");
   set.add("model.dt_input", &dt_input, "feed the horizon Δt/Δt_base (train with several data.horizons)");
   set.add("model.final_norm", &encoder.final_norm, "LayerNorm before the readout");
 }
@@ -44,12 +44,15 @@ void SurrogateOptions::validate() const {
           "harmonic coordinate encoding: set model.coords = harmonics");
   require(kind != "kernel" || !input_kappa, "model.kind = kernel is linear in the field and cannot take κ as an ",
           "input: use model.kind = transformer for variable diffusivity");
+  require(kind != "kernel" || extra_channels == 0, "model.kind = kernel is linear in the field and cannot take ",
+          "extra input channels (data.channels): use model.kind = transformer");
+  require(extra_channels >= 0, "heat surrogate: negative number of extra channels");
   require(encoder.attention != "factored", "model.attention = factored needs a fixed sequence length; the heat ",
           "surrogate evaluates on other grids: use dense, tiled or galerkin");
 }
 
 long SurrogateOptions::num_features(int dim) const {
-  return 1 + (input_kappa ? 1 : 0) + (dt_input ? 1 : 0) + (coords == "harmonics" ? 2 * harmonics * dim : 0);
+  return 1 + extra_inputs() + (dt_input ? 1 : 0) + (coords == "harmonics" ? 2 * harmonics * dim : 0);
 }
 
 template <class T>
@@ -142,21 +145,23 @@ void grow1(View1<T>& v, long a, const char* label) {
 }
 }  // namespace detail_surrogate
 
-// Builds the token features [B*N, F]: û, (κ̂), (s = τ − 1 of the token's sample), then cos/sin(2π m x_a / L_a) for m = 1..M and each axis a.
+// Builds the token features [B*N, F]: û, the C extra channels, (s = τ − 1 of the token's sample), then
+// cos/sin(2π m x_a / L_a) for m = 1..M and each axis a.
 template <class T>
-void surrogate_features(const Mat<T>& f, const ops::ConstVec<T>& u, const ops::ConstVec<T>& kappa,
+void surrogate_features(const Mat<T>& f, const ops::ConstVec<T>& u, const ConstMat<T>& extra,
                         const ops::ConstVec<T>& shift, const ConstMat<T>& coords, long len, long harmonics,
                         bool use_harmonics, double lx, double ly) {
   const long tokens = f.extent(0), dim = coords.extent(1);
-  const bool has_kappa = kappa.extent(0) > 0, has_shift = shift.extent(0) > 0;
-  const long base = 1 + (has_kappa ? 1 : 0) + (has_shift ? 1 : 0);
+  const long C = extra.extent(0) > 0 ? long(extra.extent(1)) : 0;
+  const bool has_shift = shift.extent(0) > 0;
+  const long base = 1 + C + (has_shift ? 1 : 0);
   const double two_pi = 6.283185307179586;
   Kokkos::parallel_for(
       "attnphys::surrogate_features", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
         const long n = t % len;
         f(t, 0) = u(t);
-        if (has_kappa) f(t, 1) = kappa(t);
-        if (has_shift) f(t, has_kappa ? 2 : 1) = shift(t / len);
+        for (long c = 0; c < C; ++c) f(t, 1 + c) = extra(t, c);
+        if (has_shift) f(t, 1 + C) = shift(t / len);
         if (use_harmonics) {
           for (long a = 0; a < dim; ++a) {
             const double x = double(coords(n, a)) / (a == 0 ? lx : ly);
@@ -179,7 +184,7 @@ void add_increment(const ops::Vec<T>& out, const ops::ConstVec<T>& u, const Cons
 
 template <class T>
 void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, const ops::ConstVec<T>& u,
-                               const ops::ConstVec<T>& kappa, const ConstMat<T>& coords, long batch, long len,
+                               const ConstMat<T>& extra, const ConstMat<T>& coords, long batch, long len,
                                const ParameterBuffer<T>& params, const ops::ConstVec<T>& tau) const {
   ScopedRegion region("attnphys::heat_surrogate_forward");
   if (opt_.dt_input) {
@@ -200,14 +205,17 @@ void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, con
           u.extent(0), " values, expected batch*points = ", tokens);
   require(long(coords.extent(0)) == len && long(coords.extent(1)) == dim_, "heat surrogate: coordinates are ",
           coords.extent(0), "x", coords.extent(1), ", expected ", len, "x", dim_);
-  require(!opt_.input_kappa || long(kappa.extent(0)) == tokens,
-          "heat surrogate: model.input_kappa is on but no κ field of ", tokens, " values was given");
+  const long C = opt_.extra_inputs();
+  require(C == 0 ? extra.extent(0) == 0 || extra.extent(1) == 0
+                 : long(extra.extent(0)) == tokens && long(extra.extent(1)) == C,
+          "heat surrogate: the model takes ", C, " extra input channel(s) per token but ", extra.extent(0), "x",
+          extra.extent(1), " values were given for ", tokens, " tokens");
   c.batch = batch;
   c.len = len;
   detail_surrogate::grow(c.features, tokens, nf, "attnphys::surrogate_features");
   detail_surrogate::grow(c.hidden, tokens, d, "attnphys::surrogate_hidden");
   detail_surrogate::grow(c.readout, tokens, 1, "attnphys::surrogate_readout");
-  surrogate_features<T>(c.features, u, opt_.input_kappa ? kappa : ops::ConstVec<T>(),
+  surrogate_features<T>(c.features, u, C > 0 ? extra : ConstMat<T>(),
                         opt_.dt_input ? ops::ConstVec<T>(c.shift) : ops::ConstVec<T>(), coords, len, opt_.harmonics,
                         opt_.coords == "harmonics", lengths_[0], dim_ > 1 ? lengths_[1] : 1.0);
   ops::EncoderInputs<T> in;

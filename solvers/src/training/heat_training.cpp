@@ -79,6 +79,27 @@ void HeatRunConfig::validate() const {
           ") must be a multiple of model.n_heads (", model.encoder.n_heads, ")");
   require(data.horizons.size() == 1 || model.dt_input, "data.horizons lists ", data.horizons.size(),
           " horizons but model.dt_input is off, so the model could not tell them apart: set model.dt_input = true");
+  if (model.kind == "kernel" && !data.channels.empty()) {
+    std::string names;
+    for (const auto& c : data.channels) names += (names.empty() ? "" : ", ") + c;
+    fail("model.kind = kernel is linear in the field and cannot take extra input channels (data.channels = [",
+         names, "]): use model.kind = transformer, or data.channels = []");
+  }
+}
+
+HeatRunConfig HeatRunConfig::resolved() const {
+  validate();
+  HeatRunConfig c = *this;
+  // model.input_kappa: shorthand for a "kappa" channel of data.file.
+  if (c.model.input_kappa && std::find(c.data.channels.begin(), c.data.channels.end(), "kappa") == c.data.channels.end()) {
+    require(!c.data.file.empty(), "model.input_kappa feeds the dataset 'kappa' of data.file to the model, but data.file ",
+            "is empty (generated pairs have a constant κ): set data.file, or model.input_kappa = false");
+    c.data.channels.push_back("kappa");
+  }
+  c.data = resolve_heat_data(c.data);  // data.file: the file's grid, physics and channels
+  c.model.extra_channels = long(c.data.channels.size());
+  c.model.validate();
+  return c;
 }
 
 void HeatRunConfig::apply_schedule_defaults(const OptionSet& set) {
@@ -90,6 +111,45 @@ void HeatRunConfig::apply_schedule_defaults(const OptionSet& set) {
 // ------------------------------------------------------------------------------------------------ helpers
 
 namespace detail_train {
+
+// Normalised float copy of extra channels [rows, points, C], each with its own statistics.
+View3<T> channels_normalised(const View3<double>& f, const std::vector<double>& mu, const std::vector<double>& sd) {
+  const long rows = f.extent(0), P = f.extent(1), C = f.extent(2);
+  View3<T> out(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::channels_normalised")), rows, P,
+               C);
+  if (rows * P * C == 0) return out;
+  View1<double> m("attnphys::channel_mean", C), inv("attnphys::channel_inv_std", C);
+  {
+    auto hm = Kokkos::create_mirror_view(m), hi = Kokkos::create_mirror_view(inv);
+    for (long c = 0; c < C; ++c) hm(c) = mu[std::size_t(c)], hi(c) = 1.0 / sd[std::size_t(c)];
+    Kokkos::deep_copy(m, hm);
+    Kokkos::deep_copy(inv, hi);
+  }
+  Kokkos::parallel_for(
+      "attnphys::channels_normalised", Kokkos::RangePolicy<ExecSpace>(0, rows * P * C), KOKKOS_LAMBDA(long i) {
+        const long c = i % C, q = (i / C) % P, r = i / (C * P);
+        out(r, q, c) = T((f(r, q, c) - m(c)) * inv(c));
+      });
+  return out;
+}
+
+// Rows [r0, r0 + rows) of channels [rows, points, C] as a [rows·points, C] matrix (empty when C = 0).
+ConstMat<T> channel_rows(const View3<T>& v, long r0, long rows) {
+  const long P = v.extent(1), C = v.extent(2);
+  if (C == 0) return ConstMat<T>();
+  return ConstMat<T>(v.data() + r0 * P * C, rows * P, C);
+}
+
+// dst [count·points, C] = rows idx of src [rows, points, C].
+void gather_channels(const View2<T>& dst, const View3<T>& src, const View1<long>& idx, long count) {
+  const long P = src.extent(1), C = src.extent(2);
+  if (C == 0 || count == 0) return;
+  Kokkos::parallel_for(
+      "attnphys::gather_batch_channels", Kokkos::RangePolicy<ExecSpace>(0, count * P * C), KOKKOS_LAMBDA(long i) {
+        const long c = i % C, q = (i / C) % P, k = i / (C * P);
+        dst(k * P + q, c) = src(idx(k), q, c);
+      });
+}
 
 // Normalised float copy of double fields.
 View2<T> to_normalised(const View2<double>& f, double mu, double sigma) {
@@ -185,9 +245,7 @@ HeatRunResult run_heat(const HeatRunConfig& cfg, const std::string& config_toml)
 
 HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_toml, const Comm& comm) {
   using namespace detail_train;
-  cfg_in.validate();
-  HeatRunConfig cfg = cfg_in;
-  cfg.data = resolve_heat_data(cfg_in.data);  // data.file: the file's physics (grid, κ, bc, horizon)
+  const HeatRunConfig cfg = cfg_in.resolved();  // data.file: the file's grid, physics and channels
   const auto& D = cfg.data;
   const auto& Tr = cfg.train;
   namespace fs = std::filesystem;
@@ -206,6 +264,21 @@ HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_to
     norm.finalize();
   }
   const double mu = norm.mean(), sigma = norm.stddev();
+  // Each extra channel with its own statistics over the training pairs.
+  const long C = train.channels();
+  std::vector<double> ch_mu(static_cast<std::size_t>(C)), ch_sd(static_cast<std::size_t>(C));
+  {
+    auto h = to_host(train.extra);
+    for (long c = 0; c < C; ++c) {
+      RunningStats st;
+      for (long r = 0; r < long(h.extent(0)); ++r)
+        for (long q = 0; q < long(h.extent(1)); ++q) st.add(h(r, q, c));
+      Normalizer nc(st);
+      ch_mu[std::size_t(c)] = nc.mean();
+      ch_sd[std::size_t(c)] = nc.stddev();
+    }
+  }
+  const View3<T> tr_ex = channels_normalised(train.extra, ch_mu, ch_sd), va_ex = channels_normalised(val.extra, ch_mu, ch_sd);
   View2<T> tr_in = to_normalised(train.inputs, mu, sigma), tr_tg = to_normalised(train.targets, mu, sigma);
   View2<T> va_in = to_normalised(val.inputs, mu, sigma), va_tg = to_normalised(val.targets, mu, sigma);
   View1<T> tr_tau = to_float(train.tau), va_tau = to_float(val.tau);
@@ -214,8 +287,7 @@ HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_to
   const double data_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_data).count();
 
   // Model, parameters, optimizer.
-  const std::vector<double> lengths(D.dim, D.length);
-  HeatSurrogate<T> model(cfg.model, D.dim, lengths);
+  HeatSurrogate<T> model(cfg.model, D.dim, encoding_lengths(D));
   ParameterBuffer<T> buf;
   model.declare(buf);
   buf.allocate();
@@ -238,6 +310,14 @@ HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_to
     require(std::abs(mu_c - mu) <= 1e-12 * (1 + std::abs(mu)) && std::abs(sd_c - sigma) <= 1e-12 * sigma,
             "cannot resume from '", Tr.resume, "': it was trained on other data (normaliser ", mu_c, " ± ", sd_c,
             ", this configuration gives ", mu, " ± ", sigma, "); use the configuration stored in the checkpoint");
+    const auto cm = r.has_attr("/", "channel_mean") ? r.attr_doubles("/", "channel_mean") : std::vector<double>{};
+    const auto cs = r.has_attr("/", "channel_std") ? r.attr_doubles("/", "channel_std") : std::vector<double>{};
+    bool same = cm.size() == ch_mu.size() && cs.size() == ch_sd.size();
+    for (std::size_t c = 0; same && c < cm.size(); ++c)
+      same = std::abs(cm[c] - ch_mu[c]) <= 1e-12 * (1 + std::abs(ch_mu[c])) && std::abs(cs[c] - ch_sd[c]) <= 1e-12 * ch_sd[c];
+    require(same, "cannot resume from '", Tr.resume, "': its extra input channels (", cm.size(), ") have other ",
+            "statistics than this configuration's data.channels (", ch_mu.size(), "); use the configuration stored ",
+            "in the checkpoint");
     require(start <= Tr.steps, "checkpoint '", Tr.resume, "' is at step ", start, ", past train.steps = ", Tr.steps);
   }
 
@@ -252,6 +332,13 @@ HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_to
     w.set_attr("/", "bad_evals", bad_evals);
     w.set_attr("/", "norm_mean", mu);
     w.set_attr("/", "norm_std", sigma);
+    if (C > 0) {  // per extra channel (data.channels, in order)
+      std::string names;
+      for (const auto& c : D.channels) names += (names.empty() ? "" : ",") + c;
+      w.set_attr("/", "channel_names", names);
+      w.set_attr("/", "channel_mean", ch_mu);
+      w.set_attr("/", "channel_std", ch_sd);
+    }
     w.set_attr("/", "config", config_toml);
     w.commit();
   };
@@ -263,6 +350,7 @@ HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_to
   View1<T> xb("attnphys::batch_in", Bm * P), yb("attnphys::batch_target", Bm * P),
       pred("attnphys::batch_pred", Bm * P), dpred("attnphys::batch_dpred", Bm * P);
   View1<T> tb("attnphys::batch_horizon", Bm);
+  View2<T> eb("attnphys::batch_channels", Bm * P, C);
   View1<long> idx("attnphys::batch_index", Bm);
   auto idx_h = Kokkos::create_mirror_view(idx);
   SurrogateCache<T> cache;
@@ -282,8 +370,9 @@ HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_to
       auto dd = Kokkos::subview(vd, std::make_pair(0L, c * P));
       Kokkos::deep_copy(in, View1<T>(Kokkos::subview(va_in, std::make_pair(s0, s0 + c), Kokkos::ALL).data(), c * P));
       Kokkos::deep_copy(tg, View1<T>(Kokkos::subview(va_tg, std::make_pair(s0, s0 + c), Kokkos::ALL).data(), c * P));
-      model.forward(pr, cache, in, {}, coords, c, P, buf, Kokkos::subview(va_tau, std::make_pair(s0, s0 + c)));
-      sum += relative_loss<T>(dd, pr, tg, c, P, D.n, D.dim, mu, sigma, 0.0) * c;
+      model.forward(pr, cache, in, channel_rows(va_ex, s0, c), coords, c, P, buf,
+                    Kokkos::subview(va_tau, std::make_pair(s0, s0 + c)));
+      sum += relative_loss<T>(dd, pr, tg, c, P, D.grid_nx(), D.grid_ny(), D.dim, mu, sigma, 0.0) * c;
     }
     sum = comm.allreduce_sum(sum);
     comm.broadcast(&sum, 1, 0);
@@ -314,8 +403,10 @@ HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_to
       gather(ys, tr_tg, Kokkos::subview(idx, std::make_pair(0L, Bl)), P);
       auto ts = Kokkos::subview(tb, std::make_pair(0L, Bl));
       gather1(ts, tr_tau, Kokkos::subview(idx, std::make_pair(0L, Bl)));
-      model.forward(ps, cache, xs, {}, coords, Bl, P, buf, ts);
-      loss = relative_loss<T>(ds, ps, ys, Bl, P, D.n, D.dim, mu, sigma, Tr.h1_weight, B);
+      gather_channels(eb, tr_ex, Kokkos::subview(idx, std::make_pair(0L, Bl)), Bl);
+      const ConstMat<T> es = C > 0 ? ConstMat<T>(eb.data(), Bl * P, C) : ConstMat<T>();
+      model.forward(ps, cache, xs, es, coords, Bl, P, buf, ts);
+      loss = relative_loss<T>(ds, ps, ys, Bl, P, D.grid_nx(), D.grid_ny(), D.dim, mu, sigma, Tr.h1_weight, B);
     }
     if (R > 1) {
       double l[2] = {std::isfinite(loss) ? loss : 0.0, std::isfinite(loss) ? 0.0 : 1.0};
@@ -369,7 +460,7 @@ HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_to
   if (!best_params.empty()) buf.set_host(best_params);  // evaluate the best validated parameters
   (void)data_seconds;
 
-  HeatEvaluator ev(cfg, model, buf, mu, sigma);
+  HeatEvaluator ev(cfg, model, buf, mu, sigma, ChannelNorm{ch_mu, ch_sd});
   ev.set_comm(comm);
   ev.set_metrics(csv.columns(), csv.rows());
   ev.run(res, Tr.out_dir, config_toml);
@@ -385,10 +476,9 @@ HeatRunResult evaluate_heat_checkpoint(const std::string& checkpoint, const std:
   cfg.declare(set);
   set.load_string(r.attr_string("/", "config"), checkpoint + " (stored configuration)");
   set.set_all(overrides);
-  cfg.validate();
-  cfg.data = resolve_heat_data(cfg.data);
-  const std::vector<double> lengths(cfg.data.dim, cfg.data.length);
-  HeatSurrogate<T> model(cfg.model, cfg.data.dim, lengths);
+  const std::string toml = set.to_toml();  // as configured (resolution happens again on every load)
+  cfg = cfg.resolved();
+  HeatSurrogate<T> model(cfg.model, cfg.data.dim, encoding_lengths(cfg.data));
   ParameterBuffer<T> buf;
   model.declare(buf);
   buf.allocate();
@@ -399,9 +489,17 @@ HeatRunResult evaluate_heat_checkpoint(const std::string& checkpoint, const std:
   res.steps_done = r.attr_long("/", "step");
   res.best_val_rel_l2 = r.attr_double("/", "best_val_rel_l2");
   res.checkpoint = checkpoint;
-  HeatEvaluator ev(cfg, model, buf, r.attr_double("/", "norm_mean"), r.attr_double("/", "norm_std"));
+  ChannelNorm cn;
+  if (r.has_attr("/", "channel_mean")) {
+    cn.mean = r.attr_doubles("/", "channel_mean");
+    cn.std = r.attr_doubles("/", "channel_std");
+  }
+  require(long(cn.mean.size()) == cfg.model.extra_channels && cn.std.size() == cn.mean.size(), "checkpoint '",
+          checkpoint, "' holds statistics of ", cn.mean.size(), " extra input channel(s) but its configuration names ",
+          cfg.model.extra_channels, " (data.channels)");
+  HeatEvaluator ev(cfg, model, buf, r.attr_double("/", "norm_mean"), r.attr_double("/", "norm_std"), cn);
   std::filesystem::create_directories(out_dir);
-  ev.run(res, out_dir, set.to_toml());
+  ev.run(res, out_dir, toml);
   return res;
 }
 

@@ -38,6 +38,8 @@ class OptionSet {
   void add(const std::string& key, std::string* target, const std::string& help,
            std::vector<std::string> choices = {});
   void add(const std::string& key, std::vector<double>* target, const std::string& help, Range range = {});
+  // A list of strings: a TOML array of strings, or one string for a list of one (--set data.channels=kappa).
+  void add(const std::string& key, std::vector<std::string>* target, const std::string& help);
 
   // Reads a TOML file; every key in it must be declared.
   void load_file(const std::string& path);
@@ -60,7 +62,7 @@ class OptionSet {
   std::string nearest(const std::string& key) const;
 
  private:
-  enum class Type { Double, Long, Int, Bool, String, DoubleList };
+  enum class Type { Double, Long, Int, Bool, String, DoubleList, StringList };
   struct Entry {
     std::string key;
     Type type;

@@ -1,8 +1,8 @@
 #pragma once
 // Training data for the heat surrogate: pairs (u(t), u(t + Δt)) on a 1D or 2D grid, either produced on the fly by
 // our own finite-difference reference solver (ADI / Crank–Nicolson, run with steps fine enough that its time error
-// is far below what a surrogate can reach) from random initial conditions, or read from an HDF5 file written by
-// `attnphys heat dataset` (data.file; PDEBench layout, see solvers/fd/heat_dataset.hpp).
+// is far below what a surrogate can reach) from random initial conditions, or read from an HDF5 file (data.file):
+// one written by `attnphys heat dataset` or any file in PDEBench's layout.
 //
 // Sample i of a given seed (or row i of the file) is always the same field, whatever the batch or rank that makes
 // it, so the train / validation / test split is a split of sample index ranges: [0, n_train),
@@ -10,23 +10,45 @@
 // of the base horizon, or when a file holds more snapshots than one pair needs (every start snapshot that has its
 // target in the file is used); the pairs of one sample are consecutive rows, in the order (horizon, start time).
 //
-// From a file, the physics is the file's: dim and n must equal data.dim and data.n (the model's grid), and the box
-// length (n·h from grid/x), κ, the boundary type and the base horizon Δt = data.file_stride·(t[1] − t[0]) replace
-// data.length, data.kappa, data.bc and data.horizon_ftcs_steps (resolve_heat_data). The evaluation (rollout
-// reference, ADI timing at equal accuracy, heat-kernel comparison) then runs with the same physics.
+// Files (PDEBench layout, x before y):
+//   data.field     the evolving channel, a dataset [sample, t, x, (y), (C)]: input at snapshot k, target at
+//                  k + data.file_stride·τ. Default "data" (ours); PDEBench's are e.g. "tensor" [N, T, X],
+//                  "density", "Vx" [N, T, X, Y].
+//   data.channels  extra per-point inputs of the model (transformer kind), each a dataset that is time-dependent
+//                  [sample, t, x, (y), (C)] (taken at the input snapshot) or static [sample, x, (y), (C)] (the same
+//                  for every snapshot of a sample: "kappa", "source", "boundary", PDEBench's "nu").
+//   A trailing component axis of size 1 may be present or absent; one of size C > 1 is indexed as "name[k]".
+//   Coordinates: grid/x, grid/y, grid/t (ours) or x-coordinate, y-coordinate, t-coordinate (PDEBench; a
+//   t-coordinate of T + 1 entries for T snapshots is accepted, its first T used). float32 or float64. The grid is
+//   the file's (data.n = 0 takes it; a non-zero data.n must equal it); 2D grids may have nx ≠ ny.
+//   Per-sample groups ('0000/data', PDEBench's 2D reaction-diffusion and shallow-water files) are not read.
+//
+// Physics. A file of `attnphys heat dataset` with constant κ, no sources or boundary data and one boundary type
+// has "solver physics": its box length, κ, boundary type and base horizon Δt = data.file_stride·(t[1] − t[0])
+// replace data.length, data.kappa, data.bc and data.horizon_ftcs_steps, and the evaluation's solver-based parts
+// (rollout against the reference solver, ADI timing at equal accuracy, heat-kernel comparison, resolution transfer
+// on generated fields) run with that physics. Any other file (a foreign one, or ours with variable κ, sources or
+// boundary data) has its physics "from the file": the box comes from the coordinates, the boundary type from
+// data.bc (whether the coordinate encoding is periodic), and the evaluation compares only with the file's own
+// snapshots (test metrics; a rollout along the file's later snapshots when it holds several), noting what it
+// skipped.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "attnphys/core/options.hpp"
+#include "attnphys/core/views.hpp"
 #include "attnphys/physics/heat/heat_problem.hpp"
 
 namespace attnphys::training {
 
+struct HeatFileInfo;
+
 struct HeatDataOptions {
   int dim = 2;
-  long n = 32;                  // points per axis
+  long n = 0;                   // points per axis; 0: the file's grid (data.file), or 32 for generated pairs
   double length = 1.0;          // box [0, length)^dim
   double kappa = 1.0;
   std::string bc = "periodic";  // periodic | dirichlet | neumann (zero boundary data)
@@ -36,43 +58,86 @@ struct HeatDataOptions {
   long seed = 1;
   long reference_substeps = 16;  // ADI/CN steps per horizon for the reference targets
   std::vector<double> horizons{1.0};  // multiples of the base horizon Δt to train on (must contain 1)
-  std::string file;             // HDF5 dataset of `attnphys heat dataset` to read pairs from (empty: generate)
+  std::string file;             // HDF5 dataset to read pairs from (empty: generate)
   long file_stride = 1;         // snapshots between input and target: base Δt = file_stride·(t[1] − t[0])
+  std::string field = "data";   // data.file: the evolving channel (see the header comment)
+  std::vector<std::string> channels;  // data.file: extra input channels, "name" or "name[k]"
 
   void declare(OptionSet& set, const std::string& section = "data");
   void validate() const;
-  double h() const { return length / double(n); }
+  double h() const { return length / double(grid_nx()); }
   double horizon() const;       // Δt
-  long points() const { return dim == 1 ? n : n * n; }
+  long points() const { return grid_nx() * grid_ny(); }
   heat::HeatProblem problem(long n_points) const;  // the problem on an n_points-per-axis grid
   long pairs_per_sample() const;  // rows of HeatPairs per sample (after resolve_heat_data for a file)
-  long file_nt = 0;             // not a key: snapshots per sample in data.file (set by resolve_heat_data)
+
+  // Not keys: set by resolve_heat_data.
+  long file_nt = 0;             // snapshots per sample in data.file
+  long nx = 0, ny = 0;          // the grid (0: n per axis); 1D: ny = 1
+  double length_y = 0;          // box length along y (0: length)
+  bool solver_physics = true;   // the reference solver reproduces the data (generated, or a file of our own)
+  std::shared_ptr<const HeatFileInfo> info;  // data.file as inspected
+  long grid_nx() const { return nx > 0 ? nx : n; }
+  long grid_ny() const { return dim == 1 ? 1 : (ny > 0 ? ny : n); }
+  double box_y() const { return length_y > 0 ? length_y : length; }
 };
 
-// What an HDF5 dataset of `attnphys heat dataset` holds, checked: layout, rank, grid, times and physics.
+// A channel named in data.field / data.channels: a dataset and, for a trailing axis of C > 1 components, the one
+// to read ("velocity[1]").
+struct ChannelSpec {
+  std::string name;
+  long component = -1;  // -1: none given
+  std::string text() const;
+};
+// "name" or "name[k]" (k >= 0); anything else is refused with the expected syntax.
+ChannelSpec parse_channel(const std::string& text);
+
+// A channel as found in the file.
+struct FileChannel {
+  ChannelSpec spec;
+  bool time_dependent = false;  // [sample, t, grid...] (else [sample, grid...])
+  long components = 1;          // size of the trailing component axis (1 when absent)
+  long component = 0;           // the one read
+  std::vector<std::uint64_t> shape;
+  long values_per_sample() const;  // (t ·) points · components
+};
+
+// What an HDF5 dataset file holds, checked: layout, rank, grid, times, channels and physics.
 struct HeatFileInfo {
   std::string path;
+  bool attnphys = false;        // written by `attnphys heat dataset`
+  bool solver_physics = false;  // see the header comment
+  std::string physics_note;     // why the physics is taken from the file (empty with solver physics)
+  std::string family;           // the file's 'family' attribute, if any
   int dim = 0;
-  long n = 0, samples = 0, nt = 0;
-  double h = 0, length = 0, kappa = 0, dt = 0;  // dt: snapshot spacing t[1] − t[0]
-  std::string bc;
+  long n = 0, nx = 0, ny = 1, samples = 0, nt = 0;
+  double h = 0, hy = 0, length = 0, length_y = 0, kappa = 0, dt = 0;  // dt: snapshot spacing t[1] − t[0]
+  bool has_time = false;        // the file has time coordinates (else dt = 1 in snapshot units)
+  std::string bc;               // the file's (solver physics) or data.bc
+  std::vector<double> x, y;     // the coordinates of the grid points along each axis
+  FileChannel field;
+  std::vector<FileChannel> channels;
 };
-HeatFileInfo inspect_heat_file(const std::string& path);
+// Inspects options.file with options.field / channels (dim and bc: data.dim, data.bc where the file has none).
+HeatFileInfo inspect_heat_file(const HeatDataOptions& options);
 
 // The options with data.file's physics filled in (see the header comment); checks that the file fits the
 // configuration (grid, sample counts, enough snapshots for file_stride·max(horizons)). Without data.file: the
-// options unchanged.
+// options with n = 32 when it was 0 (and data.field / data.channels refused: generated pairs have neither).
 HeatDataOptions resolve_heat_data(const HeatDataOptions& options);
 
 // A set of pairs on the device: inputs and targets [count, points] (row-major fields, x fastest), coordinates
-// [points, dim] of the grid points (physical units).
-// [points, dim] of the grid points (physical units); tau [count]: each pair's horizon in base horizons.
+// [points, dim] of the grid points (physical units); tau [count]: each pair's horizon in base horizons; extra
+// [count, points, C]: the extra input channels (data.channels) of each pair's input, raw (empty when C = 0).
 struct HeatPairs {
-  long count = 0, points = 0, n = 0;
+  long count = 0, points = 0, n = 0;  // n: points along x
+  long nx = 0, ny = 1;
   int dim = 0;
   View2<double> inputs, targets;
   View2<double> coords;
   View1<double> tau;
+  View3<double> extra;
+  long channels() const { return long(extra.extent(2)); }
 };
 
 // The pairs of samples [first, first + count) on an n-per-axis grid: from data.file when it is set (options
@@ -92,7 +157,13 @@ View2<double> make_initial_fields(const HeatDataOptions& options, long first, lo
 void advance_reference(const HeatDataOptions& options, const View2<double>& fields, long n_points, double horizons,
                        long substeps_per_horizon);
 
-// Grid point coordinates [points, dim] on an n-per-axis grid.
+// Grid point coordinates [points, dim] on an n-per-axis grid of the options' problem.
 View2<double> grid_coordinates(const HeatDataOptions& options, long n_points);
+// Coordinates of the training grid: the file's (data.file) or the generated grid of options.n.
+View2<double> grid_coordinates(const HeatDataOptions& options);
+
+// Per-axis periods of the harmonic coordinate encoding: the box length on a periodic box; twice it otherwise, so
+// that the two ends of a non-periodic box are not encoded as neighbours.
+std::vector<double> encoding_lengths(const HeatDataOptions& options);
 
 }  // namespace attnphys::training

@@ -1,8 +1,9 @@
 #pragma once
 // The heat-equation surrogate: every grid point is a token.
 //
-// Per token the model sees the (normalised) field value û, optionally the (normalised) diffusivity, and its
-// physical position through a coordinate encoding; a lifting layer (the encoder's embedding), L transformer blocks
+// Per token the model sees the (normalised) field value û, optionally extra (normalised) input channels — the
+// diffusivity κ(x), a source, boundary data, any dataset named in data.channels — and its physical position
+// through a coordinate encoding; a lifting layer (the encoder's embedding), L transformer blocks
 // and a linear readout give the normalised increment, so ŷ = û + readout(encoder(features)). Positions enter only
 // through coordinates in physical units, so a model trained on a 32² grid runs unchanged on 64² or on scattered
 // points: softmax attention then acts as a learned, normalised heat kernel Σ_j P_ij u_j, the global version of the
@@ -14,8 +15,8 @@
 //          every sample, and ŷ = b0·û + Σ_h a_h P_h û + c (L such layers compose). This is the global version of
 //          a stencil — exactly linear in the field, as the heat map is — and since P does not depend on the
 //          sample it is computed once per batch: the cost is H·N² + H·N²·B multiply-adds, not B·H·N²·d.
-//   transformer: the generic pre-LayerNorm encoder (operators/encoder.hpp) over tokens [û, (κ̂), coordinates],
-//          for nonlinear or variable-coefficient problems.
+//   transformer: the generic pre-LayerNorm encoder (operators/encoder.hpp) over tokens [û, extra channels, (s),
+//          coordinates], for nonlinear or variable-coefficient problems.
 //
 // Horizon input (model.dt_input): one model for several horizons Δt = τ·Δt_base (data.horizons lists the τ). Each
 // sample carries s = τ − 1 (0 at the base horizon). transformer: s is one more token feature. kernel: the mixing
@@ -43,13 +44,16 @@ struct SurrogateOptions {
   ops::EncoderOptions encoder;      // transformer: attention kind, width, depth, heads (d_in/positional set below)
   std::string coords = "harmonics"; // harmonics | fourier | none
   long harmonics = 4;               // M per axis
-  bool input_kappa = false;         // κ(x) as a second input channel (variable-diffusivity data)
+  bool input_kappa = false;         // shorthand for one extra channel "kappa" (data.channels; transformer only)
+  long extra_channels = 0;          // not a key: extra input channels per token (set from data.channels by the run)
   bool dt_input = false;            // the horizon τ = Δt/Δt_base as an input (see above)
   SurrogateOptions();
   void declare(OptionSet& set);
   void validate() const;
   // Features per token given the spatial dimension.
   long num_features(int dim) const;
+  // Extra input channels per token: extra_channels, or 1 for input_kappa alone.
+  long extra_inputs() const { return extra_channels > 0 ? extra_channels : (input_kappa ? 1 : 0); }
 };
 
 // Saved activations of one forward pass (grow-only, reused across steps).
@@ -75,7 +79,8 @@ struct SurrogateCache {
 template <class T>
 class HeatSurrogate {
  public:
-  // dim: 1 or 2; lengths: the physical box (used by the harmonic encoding).
+  // dim: 1 or 2; lengths: per axis, the period of the harmonic encoding (the box, or twice it on a non-periodic
+  // box: encoding_lengths in heat_data.hpp).
   HeatSurrogate(SurrogateOptions options, int dim, std::vector<double> lengths);
   const SurrogateOptions& options() const { return opt_; }
   const ops::Encoder<T>& encoder() const { return enc_; }
@@ -84,10 +89,10 @@ class HeatSurrogate {
   void declare(ParameterBuffer<T>& buf);
   void init(ParameterBuffer<T>& buf, std::uint64_t seed) const;
 
-  // coords [N, dim] physical positions; u [B*N] normalised inputs; kappa [B*N] normalised (or empty);
-  // out [B*N] normalised prediction; tau [B]: each sample's horizon in base horizons (needed with dt_input, else
-  // ignored).
-  void forward(const ops::Vec<T>& out, SurrogateCache<T>& cache, const ops::ConstVec<T>& u, const ops::ConstVec<T>& kappa,
+  // coords [N, dim] physical positions; u [B*N] normalised inputs; extra [B*N, C] normalised extra channels
+  // (C = options().extra_inputs(); empty when C = 0); out [B*N] normalised prediction; tau [B]: each sample's
+  // horizon in base horizons (needed with dt_input, else ignored).
+  void forward(const ops::Vec<T>& out, SurrogateCache<T>& cache, const ops::ConstVec<T>& u, const ConstMat<T>& extra,
                const ConstMat<T>& coords, long batch, long len, const ParameterBuffer<T>& params,
                const ops::ConstVec<T>& tau = {}) const;
   // Parameter gradients += from dout [B*N].

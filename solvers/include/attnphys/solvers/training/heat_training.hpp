@@ -16,11 +16,15 @@
 // Ranks are checked to hold the same parameters at every validation and at the end. Checkpoints hold no rank
 // state, so a run can resume at another rank count.
 // Data: generated on the fly, or read from data.file (an `attnphys heat dataset` file, whose grid, κ, boundary type
-// and horizon then replace the configured ones for training and evaluation alike: see heat_data.hpp). With several
+// and horizon then replace the configured ones for training and evaluation alike, or any PDEBench-layout file, with
+// the evolving field data.field and extra input channels data.channels: see heat_data.hpp). Each extra channel is
+// normalised with its own mean and standard deviation over the training split, stored in the checkpoint. With several
 // data.horizons (and model.dt_input) one model learns every horizon; the headline test metrics, the rollout and the
 // solver comparison use the base horizon, test_rel_l2_by_horizon lists each.
 // Evaluation: PDEBench metrics on the test set, an autoregressive rollout, resolution transfer, inference time
-// against the ADI solver at equal accuracy, and the learned attention map beside the exact heat kernel.
+// against the ADI solver at equal accuracy, and the learned attention map beside the exact heat kernel. When the
+// physics comes from the file (heat_data.hpp) the solver-based parts are skipped, each with a note (notes in the
+// JSON), and the rollout follows the file's own later snapshots.
 #include <string>
 #include <vector>
 
@@ -71,6 +75,9 @@ struct HeatRunConfig {
   // After loading `set`: the cosine spans train.steps and warm-up is at most a tenth of it, unless the
   // configuration set schedule.total_steps / schedule.warmup_steps itself.
   void apply_schedule_defaults(const OptionSet& set);
+  // Validated, with data.file resolved (resolve_heat_data), model.input_kappa folded into data.channels and
+  // model.extra_channels set: the configuration training and evaluation run with.
+  HeatRunConfig resolved() const;
 };
 
 struct HeatRunResult {
@@ -89,6 +96,8 @@ struct HeatRunResult {
   double solver_rel_l2_equal_accuracy = 0;
   double attention_kernel_overlap = 0;  // Σ min(attention, heat kernel) (1 = identical distributions)
   std::string checkpoint;
+  bool solver_physics = true;   // false: the data's physics is the file's (solver-based evaluation skipped)
+  std::vector<std::string> notes;  // what the evaluation skipped or changed, and why
   Json to_json() const;
   std::string table() const;  // the metrics table printed at the end of a run
 };
