@@ -7,19 +7,32 @@ boundary data (u = 0, or no flux). Diffusivity between two points is the harmoni
 """
 import numpy as _np
 
+from . import _core
 from ._core import heat as _heat
 
 __all__ = ["solve", "initial_conditions", "random_kappa", "generate_pairs", "write_dataset"]
 
 
-def solve(u0, t_end, dx, kappa=1.0, bc="periodic", method="adi", dt=None):
+def solve(u0, t_end, dx, kappa=1.0, bc="periodic", method="adi", dt=None, kappa_law=None):
     """The field at t_end from u0 at t = 0.
 
     method: "ftcs" (explicit; a dt above its stability limit raises attnphys.Error), "cn" (Crank-Nicolson; in 2D/3D
     the same as "adi") or "adi" (Crank-Nicolson in 1D, Peaceman-Rachford in 2D, Douglas in 3D).
     dt=None picks a step whose time error stays below the space error. kappa: a number or an array like u0.
+
+    kappa_law: solve the nonlinear equation u_t = div(kappa(u) grad u) instead, with the [nonlinear] keys of
+    `attnphys heat dataset`: {"law": "quadratic", "kappa0": 1.0, "beta": 2.0} (kappa0 (1 + beta u^2)) or
+    {"law": "table", "table_u": [...], "table_kappa": [...]} (piecewise linear, clamped), optionally with the
+    Picard keys "picard_max" (default 2: lagged kappa plus one correction, second order) and "tol". The diffusivity
+    then comes from the law alone (leave kappa at 1.0); method "adi"/"cn" only.
     """
     u0 = _np.ascontiguousarray(u0, dtype=_np.float64)
+    if kappa_law is not None:
+        if not isinstance(kappa, (int, float)) or kappa != 1.0:
+            raise _core.Error("heat.solve: kappa_law sets the diffusivity kappa(u); give kappa0 inside kappa_law "
+                                 "instead of kappa=")
+        return _heat.solve_nonlinear(u0, float(t_end), float(dx), bc, method, 0.0 if dt is None else float(dt),
+                                     _overrides("nonlinear", kappa_law))
     if not isinstance(kappa, (int, float)):
         kappa = _np.ascontiguousarray(kappa, dtype=_np.float64)
     return _heat.solve(u0, float(t_end), float(dx), kappa, bc, method, 0.0 if dt is None else float(dt))

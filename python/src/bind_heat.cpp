@@ -6,6 +6,7 @@
 #include "attnphys/physics/heat/initial_conditions.hpp"
 #include "attnphys/physics/heat/nonlinear.hpp"
 #include "attnphys/solvers/fd/heat_dataset.hpp"
+#include "attnphys/solvers/fd/nonlinear_heat.hpp"
 #include "bindings.hpp"
 
 namespace attnphys::python {
@@ -58,6 +59,40 @@ Array<double> solve_py(Array<double> u0, double t_end, double dx, const py::obje
   return out;
 }
 
+// The nonlinear equation u_t = div(kappa(u) grad u): the law and the Picard keys as [nonlinear] overrides
+// ("nonlinear.law=quadratic", ...), the same keys as `attnphys heat dataset`.
+Array<double> solve_nonlinear_py(Array<double> u0, double t_end, double dx, const std::string& bc,
+                                 const std::string& method, double dt, const std::vector<std::string>& overrides) {
+  require(method != "ftcs", "heat.solve with kappa_law: the nonlinear solver is semi-implicit (Crank-Nicolson / ADI "
+          "with Picard correction); use method='adi' (or 'cn' in 1D), not 'ftcs'");
+  fd::parse_method(method);  // refuses unknown names
+  const auto shape = shape_of(u0);
+  auto p = problem_for(shape, dx, bc);
+  heat::KappaLawOptions lo;
+  fd::NonlinearHeatOptions no;
+  OptionSet set;
+  lo.declare(set);
+  no.declare(set);
+  set.set_all(overrides);
+  require(lo.enabled(), "heat.solve: kappa_law needs a law: {'law': 'quadratic', 'kappa0': ..., 'beta': ...} or "
+          "{'law': 'table', 'table_u': [...], 'table_kappa': [...]}");
+  const heat::KappaLaw law = lo.build();
+  fd::NonlinearSolveOptions o;
+  o.picard = no.build();
+  o.dt = dt;
+  const auto e = p.spatial_extents();
+  View3<double> u("u0", e[0], e[1], e[2]);
+  Kokkos::deep_copy(u, HostView3<const double>(u0.data(), e[0], e[1], e[2]));
+  fd::HeatSolution sol;
+  {
+    py::gil_scoped_release release;
+    sol = fd::solve_nonlinear(p, law, u, t_end, o);
+  }
+  Array<double> out(shape);
+  Kokkos::deep_copy(HostView3<double>(out.mutable_data(), e[0], e[1], e[2]), sol.u);
+  return out;
+}
+
 heat::InitialConditionOptions ic_options(const std::string& kind, double length_scale, const std::string& spectrum,
                                          long modes, long max_wavenumber, double bump_width, double amplitude) {
   heat::InitialConditionOptions o;
@@ -84,6 +119,9 @@ void bind_heat(py::module_& m) {
   auto h = m.def_submodule("heat", "finite-difference heat solvers, random initial conditions and datasets");
   h.def("solve", &solve_py, py::arg("u0"), py::arg("t_end"), py::arg("dx"), py::arg("kappa") = 1.0,
         py::arg("bc") = "periodic", py::arg("method") = "adi", py::arg("dt") = 0.0);
+  h.def("solve_nonlinear", &solve_nonlinear_py, py::arg("u0"), py::arg("t_end"), py::arg("dx"),
+        py::arg("bc") = "periodic", py::arg("method") = "adi", py::arg("dt") = 0.0,
+        py::arg("overrides") = std::vector<std::string>{});
   h.def(
       "initial_conditions",
       [](std::vector<long> shape, double dx, long count, long seed, long first, const std::string& bc,

@@ -91,3 +91,30 @@ def test_dataset_is_readable_by_h5py(tmp_path):
         assert (cfg.decode() if isinstance(cfg, bytes) else cfg) == "[x]\n"
         x, _ = heat.generate_pairs((8, 10), 0.1, count=3)
         np.testing.assert_allclose(f["data"][:, 0, :, :, 0], np.transpose(x, (0, 2, 1)), rtol=1e-6, atol=1e-6)
+
+
+def test_nonlinear_kappa_law():
+    n = 32
+    x = (np.arange(n) + 0.5) / n
+    u0 = 1.0 + 0.5 * np.cos(np.pi * x)[:, None] * np.cos(2 * np.pi * x)[None, :]
+    # beta = 0 is the linear equation with kappa = kappa0.
+    lin = heat.solve(u0, 0.05, 1.0 / n, kappa=0.7, bc="neumann", dt=0.005)
+    nl0 = heat.solve(u0, 0.05, 1.0 / n, bc="neumann", dt=0.005, kappa_law={"law": "quadratic", "kappa0": 0.7, "beta": 0.0})
+    assert np.max(np.abs(nl0 - lin)) < 1e-12
+    # beta = 5: a different solution, with the same total heat (insulated sides).
+    nl = heat.solve(u0, 0.05, 1.0 / n, bc="neumann", dt=0.005, kappa_law={"law": "quadratic", "kappa0": 0.7, "beta": 5.0})
+    assert np.max(np.abs(nl - lin)) > 1e-2
+    assert abs(nl.sum() - u0.sum()) < 1e-12 * u0.sum()
+    # A table sampled from the same law, and the Picard keys.
+    us = np.linspace(0.0, 2.0, 201)
+    table = {"law": "table", "table_u": list(us), "table_kappa": list(0.7 * (1 + 5.0 * us ** 2)), "picard_max": 3}
+    nt = heat.solve(u0, 0.05, 1.0 / n, bc="neumann", dt=0.005, kappa_law=table)
+    assert np.max(np.abs(nt - nl)) < 1e-3
+    with pytest.raises(attnphys.Error, match="strictly increasing"):
+        heat.solve(u0, 0.05, 1.0 / n, kappa_law={"law": "table", "table_u": [0.0, 0.0], "table_kappa": [1.0, 2.0]})
+    with pytest.raises(attnphys.Error, match="give kappa0 inside kappa_law"):
+        heat.solve(u0, 0.05, 1.0 / n, kappa=2.0, kappa_law={"law": "quadratic", "beta": 1.0})
+    with pytest.raises(attnphys.Error, match="not 'ftcs'"):
+        heat.solve(u0, 0.05, 1.0 / n, method="ftcs", kappa_law={"law": "quadratic", "beta": 1.0})
+    with pytest.raises(attnphys.Error):
+        heat.solve(u0, 0.05, 1.0 / n, kappa_law={"law": "quadratic", "bta": 1.0})  # unknown key
