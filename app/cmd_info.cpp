@@ -30,9 +30,16 @@ void register_info(CLI::App& app) {
       std::cout << "execution spaces:";
       for (const auto& s : info.execution_spaces) std::cout << " " << s;
       std::cout << "\nBLAS: " << info.blas << "\n";
+      if (!info.blas_core.empty())
+        std::cout << "BLAS kernels: " << info.blas_core << ", " << info.blas_threads << " thread(s)"
+                  << (info.blas_coretype_env.empty() ? "" : " (OPENBLAS_CORETYPE=" + info.blas_coretype_env + ")")
+                  << "\n";
+      std::cout << "CPU: " << (info.cpu_model.empty() ? "unknown" : info.cpu_model)
+                << (info.cpu_simd.empty() ? "" : ", widest SIMD " + info.cpu_simd) << "\n";
       std::cout << "MPI: " << (info.mpi_enabled ? "built in" : "not built in") << ", " << info.mpi_ranks
                 << " rank(s)\n";
       if (opt.kokkos_config) Kokkos::print_configuration(std::cout, true);
+      if (!info.blas_warning.empty()) std::cerr << "attnphys: warning: " << info.blas_warning << "\n";
     }
     if (flags->json && Comm::world().is_root()) std::cout << to_json(info) << std::endl;
   });

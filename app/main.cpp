@@ -6,6 +6,7 @@
 
 #include "attnphys/core/error.hpp"
 #include "attnphys/core/runtime.hpp"
+#include "attnphys/core/comm.hpp"
 #include "cli_common.hpp"
 
 namespace attnphys::cli {
@@ -31,6 +32,12 @@ int main(int argc, char** argv) {
     auto subcommands = attnphys::cli::registry();
     std::sort(subcommands.begin(), subcommands.end());
     for (const auto& [name, fn] : subcommands) fn(app);
+    // A BLAS running generic fallback kernels on a CPU that could do far better: say so once, with the fix
+    // (`attnphys info` prints it itself).
+    if (!help && argc > 1 && std::string(argv[1]) != "info" && attnphys::Comm::world().is_root()) {
+      const std::string w = attnphys::runtime_info().blas_warning;
+      if (!w.empty()) std::cerr << "attnphys: warning: " << w << std::endl;
+    }
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

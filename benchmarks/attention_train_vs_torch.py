@@ -80,6 +80,9 @@ def main():
     print(f"attnphys {result['attnphys_s']:.3f} s  torch {torch_s:.3f} s  ratio {result['ratio']:.3f}  "
           f"{result['flop'] / 1e9:.1f} GFLOP  {result['gflops']:.1f} GFLOP/s (sgemm {result['sgemm_gflops']:.1f})",
           file=sys.stderr)
+    import attnphys  # CPU, BLAS and its kernel core, as every benchmark records them
+
+    result["machine"] = attnphys.machine()
     print(json.dumps(result))
 
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "attnphys/core/json.hpp"
 #include "attnphys/core/random.hpp"
 #include "attnphys/core/runtime.hpp"
@@ -83,6 +84,7 @@ int main(int argc, char** argv) {
   Json ns = Json::array();
   for (long n = 256; n <= max_n; n *= 2) ns.push_back(Json(n));
   out.set("n", ns);
+  out.set("machine", bench::machine_json());
   out.set("config", Json("d_model 64, 4 heads, batch 1, float32, forward + backward of one attention layer"));
   for (const char* kind : {"linear", "tiled", "dense"}) {
     Json times = Json::array(), peaks = Json::array();

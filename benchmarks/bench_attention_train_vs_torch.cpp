@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "bench_common.hpp"
 #include "attnphys/core/json.hpp"
 #include "attnphys/core/optim.hpp"
 #include "attnphys/core/random.hpp"
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
                attention.c_str(), t, flops / 1e9, flops / t / 1e9, sg);
   Json j = Json::object();
   j.set("attention", Json(attention));
+  j.set("machine", bench::machine_json());
   j.set("batch", batch);
   j.set("len", len);
   j.set("attnphys_s", t);

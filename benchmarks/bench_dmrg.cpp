@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "bench_common.hpp"
 #include "attnphys/core/json.hpp"
 #include "attnphys/core/runtime.hpp"
 #include "attnphys/solvers/mps/dmrg.hpp"
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   out.set("tfim_n100_chi64", run("tfim", 64, -126.961876739681, 5.0));
   out.set("heisenberg_n100_chi100", run("heisenberg", 100, -44.127739893, 23.0));
   out.set("peer", "ITensor v3 times from shared/ANCHORS.md (not measured in this run)");
+  out.set("machine", bench::machine_json());
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "attnphys/core/gemm.hpp"
 #include "attnphys/core/json.hpp"
 #include "attnphys/core/random.hpp"
@@ -80,6 +81,7 @@ int main(int argc, char** argv) {
   }
   out.set("ratio", worst_ratio);
   out.set("blas", runtime_info().blas);
+  out.set("machine", bench::machine_json());
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }

@@ -18,6 +18,7 @@
 #include <iostream>
 #include <string>
 
+#include "bench_common.hpp"
 #include "attnphys/core/json.hpp"
 #include "attnphys/core/runtime.hpp"
 #include "attnphys/solvers/fd/heat_solver.hpp"
@@ -132,6 +133,7 @@ int main(int argc, char** argv) {
   Runtime runtime(argc, argv);
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   Json out = Json::object();
+  out.set("machine", bench::machine_json());
   {
     const double copy = copy_bandwidth_gbs(quick ? (1L << 22) : (1L << 25));
     std::cout << "copy bandwidth (Kokkos deep_copy, read + write): " << copy << " GB/s\n";

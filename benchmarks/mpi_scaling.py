@@ -62,6 +62,9 @@ def main():
     res["vmc_speedup_2ranks"] = res["vmc_samples_per_s_2ranks"] / res["vmc_samples_per_s_1ranks"]
     res["vmc_step_speedup_2ranks"] = res["vmc_step_s_1ranks"] / res["vmc_step_s_2ranks"]
     res["train_speedup_2ranks"] = res["train_s_per_step_1ranks"] / res["train_s_per_step_2ranks"]
+    import attnphys  # CPU, BLAS and its kernel core, as every benchmark records them
+
+    res["machine"] = attnphys.machine()
     print(json.dumps(res))
 
 

@@ -130,7 +130,8 @@ def main():
     args = ap.parse_args()
     if args.torch_worker:
         return torch_worker(args.torch_worker)
-    from attnphys import spin  # not in the PyTorch worker
+    import attnphys  # not in the PyTorch worker
+    from attnphys import spin
 
     torch_info = {}
     rng = np.random.default_rng(0)
@@ -166,7 +167,7 @@ def main():
               f"samples/s {row['samples_per_s']:9.0f}   s/SR step {sr_step:.3f}", file=sys.stderr)
     print(json.dumps({"benchmark": "vmc_vs_torch", "sizes": rows, "ratio": max(ratios),
                       "torch_version": torch_info.get("version"), "torch_threads": torch_info.get("threads"),
-                      "torch_openblas_threads": 1}))
+                      "torch_openblas_threads": 1, "machine": attnphys.machine()}))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
 #include <Kokkos_Core.hpp>
 #include <KokkosKernels_config.h>
 #include <mutex>
@@ -85,6 +89,56 @@ std::string host_blas_name() {
 }
 }  // namespace
 
+namespace {
+// The CPU model and the widest SIMD its flags list (Linux /proc/cpuinfo; empty elsewhere).
+void cpu_details(std::string& model, std::string& simd) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  bool avx512 = false, avx2 = false, fma = false, avx = false, sse3 = false, got_flags = false;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model name" && model.empty()) model = value;
+    if (key == "flags" && !got_flags) {
+      got_flags = true;
+      std::istringstream f(value);
+      std::string flag;
+      bool f512 = false, bw = false, vl = false, dq = false;
+      while (f >> flag) {
+        f512 |= flag == "avx512f", bw |= flag == "avx512bw", vl |= flag == "avx512vl", dq |= flag == "avx512dq";
+        avx2 |= flag == "avx2", fma |= flag == "fma", avx |= flag == "avx", sse3 |= flag == "pni";
+      }
+      avx512 = f512 && bw && vl && dq;  // what OpenBLAS' SkylakeX kernels need
+    }
+  }
+  simd = avx512 ? "avx512" : (avx2 && fma) ? "avx2" : avx ? "avx" : (got_flags || sse3) ? "sse" : "";
+}
+}  // namespace
+
+std::string blas_core_advice(const std::string& core, const std::string& simd) {
+  if (core.empty() || simd.empty()) return "";
+  // OpenBLAS' x86-64 cores by the widest SIMD their kernels use.
+  static const char* avx512_cores[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
+  static const char* avx2_cores[] = {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids"};
+  auto is = [&](const char* const* list, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (core == list[i]) return true;
+    return false;
+  };
+  std::string want;
+  if (simd == "avx512" && !is(avx512_cores, 3) && !is(avx2_cores, 5)) want = "SkylakeX";
+  else if ((simd == "avx512" || simd == "avx2") && !is(avx2_cores, 5) && !is(avx512_cores, 3)) want = "Haswell";
+  if (want.empty()) return "";
+  return "OpenBLAS chose its " + core + " kernels, but this CPU supports " + simd +
+         ": dense products (gemm) run several times slower than they could (sgemm 34-50 GFLOP/s with Prescott "
+         "against 226-287 with SkylakeX on 2 threads, measured on this project's machines). Set "
+         "OPENBLAS_CORETYPE=" + want + " in the environment before starting attnphys (export OPENBLAS_CORETYPE=" +
+         want + "; OPENBLAS_VERBOSE=2 prints the core OpenBLAS picks).";
+}
+
 RuntimeInfo runtime_info() {
   RuntimeInfo info;
   info.version = build::version;
@@ -131,6 +185,27 @@ RuntimeInfo runtime_info() {
   blas += "Kokkos Kernels native (no BLAS TPL: slow host gemm)";
 #endif
   info.blas = blas;
+  using CharFn = char* (*)();
+  using IntFn = int (*)();
+  if (auto cfg = reinterpret_cast<CharFn>(dlsym(RTLD_DEFAULT, "openblas_get_config"))) {
+    info.blas_vendor = "OpenBLAS";
+    std::istringstream words(cfg());
+    std::string first, version;
+    words >> first >> version;
+    if (first == "OpenBLAS") info.blas_version = version;
+    if (auto core = reinterpret_cast<CharFn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"))) info.blas_core = core();
+    if (auto threads = reinterpret_cast<IntFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads")))
+      info.blas_threads = threads();
+  } else if (dlsym(RTLD_DEFAULT, "mkl_get_version")) {
+    info.blas_vendor = "Intel MKL";
+  } else if (dlsym(RTLD_DEFAULT, "bli_info_get_version_str")) {
+    info.blas_vendor = "BLIS";
+  }
+  if (const char* env = std::getenv("OPENBLAS_CORETYPE")) info.blas_coretype_env = env;
+  cpu_details(info.cpu_model, info.cpu_simd);
+  info.blas_warning = blas_core_advice(info.blas_core, info.cpu_simd);
+  if (!info.blas_warning.empty() && !info.blas_coretype_env.empty())
+    info.blas_warning += " (OPENBLAS_CORETYPE is set to " + info.blas_coretype_env + " now.)";
 #ifdef ATTNPHYS_HAVE_MPI
   info.mpi_enabled = true;
 #endif
@@ -149,6 +224,14 @@ std::string to_json(const RuntimeInfo& info) {
   j.set("execution_spaces", info.execution_spaces);
   j.set("concurrency", info.concurrency);
   j.set("blas", info.blas);
+  j.set("blas_vendor", info.blas_vendor);
+  j.set("blas_version", info.blas_version);
+  j.set("blas_core", info.blas_core);
+  j.set("blas_threads", info.blas_threads);
+  j.set("openblas_coretype", info.blas_coretype_env);
+  j.set("cpu_model", info.cpu_model);
+  j.set("cpu_simd", info.cpu_simd);
+  j.set("blas_warning", info.blas_warning);
   Json mpi = Json::object();
   mpi.set("enabled", info.mpi_enabled);
   mpi.set("ranks", info.mpi_ranks);

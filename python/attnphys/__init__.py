@@ -26,6 +26,20 @@ from ._core import (  # noqa: F401
 )
 
 __version__ = info()["version"]
+if info()["blas_warning"]:  # generic fallback BLAS kernels on a CPU that supports far faster ones
+    import warnings as _warnings
+
+    _warnings.warn(info()["blas_warning"], RuntimeWarning, stacklevel=2)
+
+
+def machine():
+    """The CPU, the BLAS and the kernel core OpenBLAS chose, as every benchmark records them (figures depend on the
+    core: Debian's OpenBLAS 0.3.21 falls back to its Prescott kernels on some CPUs; `blas_warning` then says what
+    to set)."""
+    i = info()
+    keys = ("cpu_model", "cpu_simd", "blas", "blas_core", "blas_threads", "openblas_coretype", "blas_warning",
+            "default_execution_space", "concurrency")
+    return {k: i[k] for k in keys}
 
 
 def _shutdown():

@@ -105,6 +105,14 @@ void bind_core(py::module_& m) {
     d["execution_spaces"] = i.execution_spaces;
     d["concurrency"] = i.concurrency;
     d["blas"] = i.blas;
+    d["blas_vendor"] = i.blas_vendor;
+    d["blas_version"] = i.blas_version;
+    d["blas_core"] = i.blas_core;
+    d["blas_threads"] = i.blas_threads;
+    d["openblas_coretype"] = i.blas_coretype_env;
+    d["cpu_model"] = i.cpu_model;
+    d["cpu_simd"] = i.cpu_simd;
+    d["blas_warning"] = i.blas_warning;
     d["mpi"] = py::dict(py::arg("enabled") = i.mpi_enabled, py::arg("ranks") = i.mpi_ranks,
                         py::arg("rank") = i.mpi_rank);
     return d;

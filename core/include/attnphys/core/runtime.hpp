@@ -14,6 +14,15 @@ struct RuntimeInfo {
   std::string default_execution_space;
   int concurrency = 0;
   std::string blas;               // what KokkosBlas::gemm reaches on the host / device
+  // The host BLAS in detail (OpenBLAS reports all of these; other libraries leave the fields empty / 0).
+  std::string blas_vendor;        // "OpenBLAS", "Intel MKL", "BLIS", ...
+  std::string blas_version;       // "0.3.21"
+  std::string blas_core;          // the kernel set OpenBLAS chose at load time ("SkylakeX", "Haswell", "Prescott")
+  int blas_threads = 0;           // OpenBLAS' thread count
+  std::string blas_coretype_env;  // OPENBLAS_CORETYPE as set in the environment (empty: unset)
+  std::string cpu_model;          // /proc/cpuinfo "model name"
+  std::string cpu_simd;           // the widest SIMD the CPU reports: "avx512", "avx2", "avx", "sse" (empty: unknown)
+  std::string blas_warning;       // non-empty when the BLAS runs a generic fallback the CPU could beat (see below)
   bool mpi_enabled = false;
   int mpi_ranks = 1;
   int mpi_rank = 0;
@@ -27,6 +36,12 @@ bool is_initialized();
 
 RuntimeInfo runtime_info();
 std::string to_json(const RuntimeInfo& info);
+
+// The advice attnphys gives about OpenBLAS' kernel choice: empty when the core `core` suits a CPU whose widest
+// SIMD is `simd` ("avx512", "avx2", ...), otherwise a warning that names the core, what the CPU supports and the
+// exact setting to use (OPENBLAS_CORETYPE=SkylakeX or Haswell). Debian's OpenBLAS 0.3.21 does not recognise some
+// newer CPUs and falls back to its Prescott (SSE3) kernels: sgemm then ran 5–6x slower on this project's machines.
+std::string blas_core_advice(const std::string& core, const std::string& simd);
 
 // Scope guard for main(): initialises on construction, finalises on destruction.
 class Runtime {

@@ -1,0 +1,36 @@
+// What attnphys reports about the machine and its BLAS: the kernel core OpenBLAS chose, and the warning (with the
+// exact setting) when that core is a generic fallback on a CPU that supports better.
+#include <gtest/gtest.h>
+
+#include "attnphys/core/runtime.hpp"
+
+using namespace attnphys;
+
+TEST(RuntimeBlas, GenericFallbackKernelsOnAModernCpuAreWarnedAboutWithTheSettingToUse) {
+  const std::string w = blas_core_advice("Prescott", "avx512");
+  EXPECT_NE(w.find("Prescott"), std::string::npos) << w;
+  EXPECT_NE(w.find("OPENBLAS_CORETYPE=SkylakeX"), std::string::npos) << w;
+  EXPECT_NE(blas_core_advice("Core2", "avx2").find("OPENBLAS_CORETYPE=Haswell"), std::string::npos);
+  EXPECT_NE(blas_core_advice("Nehalem", "avx512").find("SkylakeX"), std::string::npos);
+  // Kernels that fit the CPU: no warning.
+  for (const char* ok : {"SkylakeX", "Cooperlake", "SapphireRapids", "Haswell", "Zen"})
+    EXPECT_EQ(blas_core_advice(ok, "avx512"), "") << ok;
+  EXPECT_EQ(blas_core_advice("Haswell", "avx2"), "");
+  EXPECT_EQ(blas_core_advice("Prescott", "sse"), "");  // nothing better to ask for
+  EXPECT_EQ(blas_core_advice("", "avx512"), "");         // not OpenBLAS
+  EXPECT_EQ(blas_core_advice("Prescott", ""), "");       // CPU unknown
+}
+
+TEST(RuntimeBlas, InfoNamesTheBlasItsCoreAndTheCpu) {
+  const RuntimeInfo i = runtime_info();
+  EXPECT_FALSE(i.blas.empty());
+  if (i.blas_vendor == "OpenBLAS") {
+    EXPECT_FALSE(i.blas_core.empty());
+    EXPECT_FALSE(i.blas_version.empty());
+    EXPECT_GE(i.blas_threads, 1);
+    EXPECT_EQ(i.blas_warning, blas_core_advice(i.blas_core, i.cpu_simd));
+  }
+  const std::string j = to_json(i);
+  for (const char* key : {"\"blas_core\"", "\"blas_threads\"", "\"cpu_model\"", "\"blas_warning\"", "\"openblas_coretype\""})
+    EXPECT_NE(j.find(key), std::string::npos) << key;
+}
