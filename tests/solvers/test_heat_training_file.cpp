@@ -903,3 +903,31 @@ TEST(HeatTrainingFile, ChannelStatisticsAreStoredAndEvaluationReproducesTheRun) 
   other.data.channels = {"u"};  // the field as a (time-dependent) channel: other statistics
   EXPECT_TRUE(contains(error_of([&] { run_heat(other, toml_of(other)); }), "cannot resume"));
 }
+
+TEST(HeatDataChannels, ChannelListsComeFromTomlAndOverridesAndRoundTrip) {
+  HeatRunConfig c;
+  OptionSet set;
+  c.declare(set);
+  set.load_string("[data]\nfield = \"tensor\"\nchannels = [\"nu\", \"V[1]\"]\n");
+  ASSERT_EQ(c.data.channels.size(), 2u);
+  EXPECT_EQ(c.data.channels[1], "V[1]");
+  EXPECT_EQ(c.data.field, "tensor");
+  // The TOML written into checkpoints reads back to the same list.
+  HeatRunConfig back;
+  OptionSet set2;
+  back.declare(set2);
+  set2.load_string(set.to_toml());
+  EXPECT_EQ(back.data.channels, c.data.channels);
+  EXPECT_EQ(back.data.n, 0);  // the default: the file's grid (32 when generating)
+  // --set: a bare name is a list of one, an array a list, [] none.
+  set.set("data.channels=kappa");
+  EXPECT_EQ(c.data.channels, std::vector<std::string>{"kappa"});
+  set.set("data.channels=[\"kappa\", \"source\"]");
+  EXPECT_EQ(c.data.channels.size(), 2u);
+  set.set("data.channels=[]");
+  EXPECT_TRUE(c.data.channels.empty());
+  EXPECT_TRUE(contains(error_of([&] { set.set("data.channels=[1, 2]"); }), "expects a list of strings"));
+  EXPECT_TRUE(contains(set.to_json().dump(), "\"data.channels\": []"));
+  // Generated pairs: n = 0 becomes the 32-point default grid.
+  EXPECT_EQ(resolve_heat_data(HeatDataOptions{}).n, 32);
+}

@@ -275,6 +275,7 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
     if (r.has_attr("/", "variable_kappa") && r.attr_long("/", "variable_kappa") != 0) why.push_back("variable κ(x)");
     if (r.has_attr("/", "homogeneous") && r.attr_long("/", "homogeneous") == 0)
       why.push_back("sources or boundary data");
+    if (r.has_attr("/", "nonlinear") && r.attr_long("/", "nonlinear") != 0) why.push_back("a nonlinear κ(u)");
     if (!r.has_attr("/", "bc")) why.push_back("no 'bc' attribute (written by an older attnphys)");
     if (!r.has_attr("/", "kappa")) why.push_back("no 'kappa' attribute (written by an older attnphys)");
     if (r.has_attr("/", "bc")) {
