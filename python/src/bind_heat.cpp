@@ -28,7 +28,7 @@ void set_kappa(heat::HeatProblem& p, const py::object& kappa, const std::vector<
     p.kappa = kappa.cast<double>();
   } else {
     Array<double> k = kappa.cast<Array<double>>();
-    require(shape_of(k) == shape, "kappa must be a number or an array shaped like u0 ", shape_str(py::array(py::cast(shape))),
+    require(shape_of(k) == shape, "kappa must be a number or an array shaped like u0 ", shape_str(shape),
             ", got shape ", shape_str(k));
     const auto e = p.spatial_extents();
     p.kappa_field = View3<double>("kappa", e[0], e[1], e[2]);

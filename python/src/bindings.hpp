@@ -27,11 +27,13 @@ struct LiveToken {
 inline std::vector<long> shape_of(const py::array& a) {
   return std::vector<long>(a.shape(), a.shape() + a.ndim());
 }
-inline std::string shape_str(const py::array& a) {
+// A shape as Python prints it: (8, 8), (5,).
+inline std::string shape_str(const std::vector<long>& shape) {
   std::string s = "(";
-  for (py::ssize_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
-  return s + (a.ndim() == 1 ? ",)" : ")");
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
 }
+inline std::string shape_str(const py::array& a) { return shape_str(shape_of(a)); }
 
 void bind_core(py::module_& m);
 

@@ -118,3 +118,17 @@ def test_nonlinear_kappa_law():
         heat.solve(u0, 0.05, 1.0 / n, method="ftcs", kappa_law={"law": "quadratic", "beta": 1.0})
     with pytest.raises(attnphys.Error):
         heat.solve(u0, 0.05, 1.0 / n, kappa_law={"law": "quadratic", "bta": 1.0})  # unknown key
+
+
+def test_nan_fields_and_wrong_kappa_shapes_are_refused_with_the_shapes():
+    u0 = np.zeros((8, 8))
+    bad = u0.copy()
+    bad[3, 5] = np.nan
+    with pytest.raises(attnphys.Error, match=r"1 NaN or infinite value\(s\) \(the first at flat index 29"):
+        heat.solve(bad, 0.1, 0.1)
+    bad[3, 5] = np.inf
+    with pytest.raises(attnphys.Error, match="NaN or infinite"):
+        heat.solve(bad, 0.1, 0.1, method="ftcs", dt=1e-3)
+    # The message names both shapes as numpy prints them.
+    with pytest.raises(attnphys.Error, match=r"shaped like u0 \(8, 8\), got shape \(2,\)"):
+        heat.solve(u0, 0.1, 0.1, kappa=np.ones(2))

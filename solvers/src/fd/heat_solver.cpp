@@ -190,6 +190,22 @@ HeatSolution solve(const heat::HeatProblem& problem, const View3<double>& u0, do
           options.dt);
   HeatStepper stepper(problem, options.method, options.substep);
   stepper.check_state(u0);
+  {  // A NaN or infinite initial value would propagate silently through every step: refuse it here.
+    long bad = 0, first = -1;
+    Kokkos::parallel_reduce(
+        "attnphys::heat_check_u0", Kokkos::RangePolicy<ExecSpace>(0, u0.size()),
+        KOKKOS_LAMBDA(const long i, long& b) {
+          if (!math::isfinite(u0.data()[i])) ++b;
+        },
+        bad);
+    if (bad > 0) {
+      auto h = to_host(u0);
+      for (std::size_t i = 0; i < h.size() && first < 0; ++i)
+        if (!std::isfinite(h.data()[i])) first = long(i);
+      fail("the initial field has ", bad, " NaN or infinite value(s) (the first at flat index ", first,
+           " in (z|batch, y, x) order): give a finite field");
+    }
+  }
   HeatSolution sol;
   sol.u = View3<double>("attnphys::heat_solution", u0.extent(0), u0.extent(1), u0.extent(2));
   Kokkos::deep_copy(sol.u, u0);
