@@ -1,18 +1,34 @@
 #include "attnphys/operators/attention.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace attnphys::ops {
+
+AttentionKind parse_attention_kind(const std::string& kind) {
+  if (kind == "dense") return AttentionKind::Dense;
+  if (kind == "tiled") return AttentionKind::Tiled;
+  if (kind == "galerkin") return AttentionKind::Galerkin;
+  if (kind == "factored") return AttentionKind::Factored;
+  if (kind == "physics") return AttentionKind::Physics;
+  fail("attention kind '", kind, "' is unknown: use dense, tiled, galerkin, factored or physics");
+}
 
 void AttentionOptions::validate() const {
   require(d_model > 0 && n_heads > 0 && d_model % n_heads == 0, "attention: d_model = ", d_model,
           " must be a positive multiple of n_heads = ", n_heads);
-  require(kind == "dense" || kind == "tiled" || kind == "galerkin" || kind == "factored", "attention kind '", kind,
-          "' is unknown: use dense, tiled, galerkin or factored");
-  require(!(relative_bias || kind == "factored") || max_len > 0,
+  const AttentionKind k = parse_attention_kind(kind);
+  require(!(relative_bias || k == AttentionKind::Factored) || max_len > 0,
           "attention: relative_bias and factored attention need max_len > 0 (the longest sequence)");
-  require(kind != "galerkin" || (!causal && window < 0 && !relative_bias),
+  require(k != AttentionKind::Galerkin || (!causal && window < 0 && !relative_bias),
           "attention: galerkin attention has no score matrix, so it takes no causal/window mask or relative bias");
-  require(kind != "factored" || !relative_bias,
+  require(k != AttentionKind::Factored || !relative_bias,
           "attention: factored attention's weights are already relative; turn relative_bias off");
+  require(k != AttentionKind::Physics || (!causal && window < 0 && !relative_bias),
+          "attention: physics attention attends among its slice tokens, not between tokens, so it takes no ",
+          "causal/window mask or relative bias");
+  require(k != AttentionKind::Physics || n_slices >= 1, "attention: physics attention needs n_slices >= 1, got ",
+          n_slices);
 }
 
 namespace {
@@ -76,11 +92,17 @@ FactoredRowsBuffers<T> rows_buffers(AttentionCache<T>& c, long heads, long n, At
 }  // namespace
 
 template <class T>
-void AttentionCache<T>::ensure(const AttentionOptions& opt, long b, long n) {
+void AttentionCache<T>::ensure(AttentionKind kind, const AttentionOptions& opt, long b, long n) {
   const long h = opt.n_heads, d = opt.d_model, dh = opt.head_dim();
-  const bool factored = opt.kind == "factored", galerkin = opt.kind == "galerkin";
+  const bool factored = kind == AttentionKind::Factored, galerkin = kind == AttentionKind::Galerkin;
+  const bool dense = kind == AttentionKind::Dense, tiled = kind == AttentionKind::Tiled;
   batch = b;
   len = n;
+  if (kind == AttentionKind::Physics) {  // its own buffers (physics.ensure, in the forward) and the merged heads
+    alloc2(merged, b * n, d);
+    alloc2(dmerged, b * n, d);
+    return;
+  }
   alloc2(proj, b * n, factored ? d : 3 * d);
   alloc2(dproj, b * n, factored ? d : 3 * d);
   // Factored attention without a key mask keeps v, o, dv as per-head blocks [H, N, B*dh] and p as [H, N, N]
@@ -98,8 +120,8 @@ void AttentionCache<T>::ensure(const AttentionOptions& opt, long b, long n) {
     alloc3(dq, b * h, n, dh);
     alloc3(dk, b * h, n, dh);
   }
-  if (opt.kind == "dense" || factored) alloc3(p, rows ? h : b * h, n, n);
-  if (opt.kind == "dense" || opt.kind == "tiled") alloc2(lse, b * h, n);
+  if (dense || factored) alloc3(p, rows ? h : b * h, n, n);
+  if (dense || tiled) alloc2(lse, b * h, n);
   if (galerkin) {
     alloc3(kn, b * h, n, dh);
     alloc3(vn, b * h, n, dh);
@@ -117,13 +139,27 @@ template <class T>
 MultiHeadAttention<T>::MultiHeadAttention(AttentionOptions options, std::string prefix)
     : opt_(std::move(options)), prefix_(std::move(prefix)) {
   opt_.validate();
+  kind_ = parse_attention_kind(opt_.kind);
 }
 
 template <class T>
 void MultiHeadAttention<T>::declare(ParameterBuffer<T>& buf, InitPlan& plan) const {
   const long d = opt_.d_model, h = opt_.n_heads, dh = opt_.head_dim();
   const long table = relative_table_size(opt_.max_len, opt_.periodic);
-  if (opt_.kind == "factored") {
+  if (kind_ == AttentionKind::Physics) {
+    // Transolver's layer: nn.Linear defaults for the projections; the slice weights with the entry variance
+    // 1/max(M, dh) of its orthogonal init; the temperature 0.5.
+    const long m = opt_.n_slices;
+    declare_linear(buf, plan, prefix_ + "in_proj_fx.", d, d);
+    declare_linear(buf, plan, prefix_ + "in_proj_x.", d, d);
+    buf.add(prefix_ + "slice.weight", {h, dh, m}, true);
+    plan.push_back({prefix_ + "slice.weight", InitSpec::Kind::Uniform, std::sqrt(3.0 / double(std::max(m, dh)))});
+    buf.add(prefix_ + "slice.bias", {h, m}, false);
+    plan.push_back({prefix_ + "slice.bias", InitSpec::Kind::Uniform, 1.0 / std::sqrt(double(dh))});
+    buf.add(prefix_ + "log_tau", {h}, false);
+    plan.push_back({prefix_ + "log_tau", InitSpec::Kind::Constant, std::log(0.5)});
+    for (const char* name : {"to_q.", "to_k.", "to_v."}) declare_linear(buf, plan, prefix_ + name, dh, dh, false);
+  } else if (kind_ == AttentionKind::Factored) {
     declare_linear(buf, plan, prefix_ + "v_proj.", d, d);
     buf.add(prefix_ + "alpha", {h, table}, true);
     // Start near uniform averaging over the reachable offsets, with a little noise to break head symmetry.
@@ -135,7 +171,7 @@ void MultiHeadAttention<T>::declare(ParameterBuffer<T>& buf, InitPlan& plan) con
     plan.push_back({prefix_ + "in_proj_weight", InitSpec::Kind::Uniform, std::sqrt(6.0 / double(d + 3 * d))});
     plan.push_back({prefix_ + "in_proj_bias", InitSpec::Kind::Constant, 0.0});
   }
-  if (opt_.kind == "galerkin") {
+  if (kind_ == AttentionKind::Galerkin) {
     for (const char* name : {"k_norm.", "v_norm."}) {  // one layer norm per head: tables [H, dh]
       buf.add(prefix_ + name + "weight", {h, dh}, false);
       buf.add(prefix_ + name + "bias", {h, dh}, false);
@@ -164,6 +200,27 @@ ScoreSpec<T> MultiHeadAttention<T>::spec(const AttentionCache<T>& c, const Param
 }
 
 template <class T>
+PhysicsAttentionParams<T> MultiHeadAttention<T>::physics_params(const ParameterBuffer<T>& params) const {
+  const auto& p = prefix_;
+  return {params.view2(p + "in_proj_fx.weight"), params.view2(p + "in_proj_x.weight"),
+          params.view1(p + "in_proj_fx.bias"),   params.view1(p + "in_proj_x.bias"),
+          params.view3(p + "slice.weight"),      params.view2(p + "slice.bias"),
+          params.view1(p + "log_tau"),           params.view2(p + "to_q.weight"),
+          params.view2(p + "to_k.weight"),       params.view2(p + "to_v.weight")};
+}
+
+template <class T>
+PhysicsAttentionGrads<T> MultiHeadAttention<T>::physics_grads(const ParameterBuffer<T>& params) const {
+  const auto& p = prefix_;
+  const Slot g = Slot::Grads;
+  return {params.view2(p + "in_proj_fx.weight", g), params.view2(p + "in_proj_x.weight", g),
+          params.view1(p + "in_proj_fx.bias", g),   params.view1(p + "in_proj_x.bias", g),
+          params.view3(p + "slice.weight", g),      params.view2(p + "slice.bias", g),
+          params.view1(p + "log_tau", g),           params.view2(p + "to_q.weight", g),
+          params.view2(p + "to_k.weight", g),       params.view2(p + "to_v.weight", g)};
+}
+
+template <class T>
 void MultiHeadAttention<T>::forward(const Mat<T>& y, AttentionCache<T>& c, const ConstMat<T>& x, long batch,
                                     long len, const ParameterBuffer<T>& params, const IntMask& key_mask,
                                     AttentionScratch<T>& ws) const {
@@ -173,17 +230,28 @@ void MultiHeadAttention<T>::forward(const Mat<T>& y, AttentionCache<T>& c, const
           x.extent(1), ", expected ", batch * len, "x", d, " (B*N tokens of d_model features)");
   require(key_mask.extent(0) == 0 || (long(key_mask.extent(0)) == batch && long(key_mask.extent(1)) == len),
           "attention: key mask is ", key_mask.extent(0), "x", key_mask.extent(1), ", expected ", batch, "x", len);
-  require(key_mask.extent(0) == 0 || opt_.kind != "galerkin", "attention: galerkin attention takes no key mask");
-  require(!(opt_.relative_bias || opt_.kind == "factored") || len <= opt_.max_len, "attention: sequence length ",
-          len, " exceeds max_len = ", opt_.max_len, " of the relative tables");
+  require(key_mask.extent(0) == 0 || kind_ != AttentionKind::Galerkin,
+          "attention: galerkin attention takes no key mask");
+  require(key_mask.extent(0) == 0 || kind_ != AttentionKind::Physics,
+          "attention: physics attention takes no key mask (padded tokens would enter the slice tokens); pass ",
+          "samples without padding, or use dense or tiled attention");
+  require(!(opt_.relative_bias || kind_ == AttentionKind::Factored) || len <= opt_.max_len,
+          "attention: sequence length ", len, " exceeds max_len = ", opt_.max_len, " of the relative tables");
   c.key_mask = key_mask;
-  c.ensure(opt_, batch, len);
+  c.ensure(kind_, opt_, batch, len);
+  if (kind_ == AttentionKind::Physics) {
+    physics_attention_forward<T>(c.merged, c.physics, x, batch, len, physics_params(params), ws);
+    linear_forward<T>(y, c.merged, params.view2(prefix_ + "out_proj.weight"),
+                      params.view1(prefix_ + "out_proj.bias"));
+    return;
+  }
+  const bool factored = kind_ == AttentionKind::Factored, rows = factored && key_mask.extent(0) == 0;
   const auto s = spec(c, params);
-  if (opt_.kind == "factored" && key_mask.extent(0) == 0) {
+  if (rows) {
     linear_forward<T>(c.proj, x, params.view2(prefix_ + "v_proj.weight"), params.view1(prefix_ + "v_proj.bias"));
     factored_rows_forward<T>(c.merged, rows_buffers(c, h, len, static_cast<AttentionScratch<T>*>(nullptr)), c.proj,
                              params.view2(prefix_ + "alpha"), batch, len, s);
-  } else if (opt_.kind == "factored") {
+  } else if (factored) {
     linear_forward<T>(c.proj, x, params.view2(prefix_ + "v_proj.weight"), params.view1(prefix_ + "v_proj.bias"));
     split_heads<T>(c.v, c.proj, 0, batch, h);
     factored_forward<T>(c.o, c.p, c3(c.v), params.view2(prefix_ + "alpha"), s);
@@ -192,17 +260,18 @@ void MultiHeadAttention<T>::forward(const Mat<T>& y, AttentionCache<T>& c, const
     split_heads<T>(c.q, c.proj, 0, batch, h);
     split_heads<T>(c.k, c.proj, d, batch, h);
     split_heads<T>(c.v, c.proj, 2 * d, batch, h);
-    if (opt_.kind == "galerkin") {
+    if (kind_ == AttentionKind::Galerkin) {
       head_layernorm_forward<T>(c.kn, c.k_mean, c.k_rstd, c.k, params.view2(prefix_ + "k_norm.weight"),
                                 params.view2(prefix_ + "k_norm.bias"), h);
       head_layernorm_forward<T>(c.vn, c.v_mean, c.v_rstd, c.v, params.view2(prefix_ + "v_norm.weight"),
                                 params.view2(prefix_ + "v_norm.bias"), h);
       galerkin_forward<T>(c.o, c.kv, c3(c.q), c3(c.kn), c3(c.vn));
     } else {
-      sdpa_forward<T>(c.o, opt_.kind == "dense" ? m3(c.p) : Mat3<T>(), c.lse, c3(c.q), c3(c.k), c3(c.v), s, ws);
+      sdpa_forward<T>(c.o, kind_ == AttentionKind::Dense ? m3(c.p) : Mat3<T>(), c.lse, c3(c.q), c3(c.k), c3(c.v),
+                      s, ws);
     }
   }
-  if (!(opt_.kind == "factored" && key_mask.extent(0) == 0)) merge_heads<T>(c.merged, 0, c3(c.o), batch, h);
+  if (!rows) merge_heads<T>(c.merged, 0, c3(c.o), batch, h);
   linear_forward<T>(y, c.merged, params.view2(prefix_ + "out_proj.weight"), params.view1(prefix_ + "out_proj.bias"));
 }
 
@@ -214,11 +283,15 @@ void MultiHeadAttention<T>::backward(const Mat<T>& dx, AttentionCache<T>& c, con
   const long d = opt_.d_model, h = opt_.n_heads, batch = c.batch;
   require(long(dy.extent(0)) == batch * c.len, "attention backward: gradient has ", dy.extent(0),
           " rows, the forward had ", batch * c.len, " tokens");
-  const auto s = spec(c, params);
   linear_backward<T>(c.dmerged, params.view2(prefix_ + "out_proj.weight", Slot::Grads),
                      params.view1(prefix_ + "out_proj.bias", Slot::Grads), dy, c.merged,
                      params.view2(prefix_ + "out_proj.weight"));
-  if (opt_.kind == "factored" && c.key_mask.extent(0) == 0) {
+  if (kind_ == AttentionKind::Physics) {
+    physics_attention_backward<T>(dx, c.physics, c.dmerged, x, physics_params(params), physics_grads(params), ws);
+    return;
+  }
+  const auto s = spec(c, params);
+  if (kind_ == AttentionKind::Factored && c.key_mask.extent(0) == 0) {
     factored_rows_backward<T>(c.dproj, params.view2(prefix_ + "alpha", Slot::Grads), rows_buffers(c, h, c.len, &ws),
                               c.dmerged, batch, c.len, s);
     linear_backward<T>(dx, params.view2(prefix_ + "v_proj.weight", Slot::Grads),
@@ -227,7 +300,7 @@ void MultiHeadAttention<T>::backward(const Mat<T>& dx, AttentionCache<T>& c, con
     return;
   }
   split_heads<T>(c.dout, c.dmerged, 0, batch, h);
-  if (opt_.kind == "factored") {
+  if (kind_ == AttentionKind::Factored) {
     factored_backward<T>(c.dv, params.view2(prefix_ + "alpha", Slot::Grads), c3(c.dout), c3(c.v), c3(c.p), s, ws);
     merge_heads<T>(c.dproj, 0, c3(c.dv), batch, h);
     linear_backward<T>(dx, params.view2(prefix_ + "v_proj.weight", Slot::Grads),
@@ -235,7 +308,7 @@ void MultiHeadAttention<T>::backward(const Mat<T>& dx, AttentionCache<T>& c, con
                        params.view2(prefix_ + "v_proj.weight"));
     return;
   }
-  if (opt_.kind == "galerkin") {
+  if (kind_ == AttentionKind::Galerkin) {
     galerkin_backward<T>(c.dq, c.dkn, c.dvn, c3(c.dout), c3(c.q), c3(c.kn), c3(c.vn), c3(c.kv), ws);
     Kokkos::deep_copy(c.dk, T(0));
     Kokkos::deep_copy(c.dv, T(0));
@@ -248,7 +321,7 @@ void MultiHeadAttention<T>::backward(const Mat<T>& dx, AttentionCache<T>& c, con
   } else {
     const Mat<T> dbias = opt_.relative_bias ? Mat<T>(params.view2(prefix_ + "rel_bias", Slot::Grads)) : Mat<T>();
     sdpa_backward<T>(c.dq, c.dk, c.dv, dbias, c3(c.dout), c3(c.q), c3(c.k), c3(c.v), c3(c.o),
-                     opt_.kind == "dense" ? c3(c.p) : ConstMat3<T>(), c.lse, s, ws);
+                     kind_ == AttentionKind::Dense ? c3(c.p) : ConstMat3<T>(), c.lse, s, ws);
   }
   merge_heads<T>(c.dproj, 0, c3(c.dq), batch, h);
   merge_heads<T>(c.dproj, d, c3(c.dk), batch, h);
@@ -265,10 +338,12 @@ std::vector<T> MultiHeadAttention<T>::weights(const AttentionCache<T>& c, const 
   require(sample >= 0 && sample < c.batch && head >= 0 && head < opt_.n_heads && query >= 0 && query < c.len,
           "attention weights: sample ", sample, ", head ", head, ", query ", query, " out of range (batch ", c.batch,
           ", heads ", opt_.n_heads, ", length ", c.len, ")");
-  require(opt_.kind != "galerkin", "attention weights: galerkin attention has no attention matrix to export");
+  require(kind_ != AttentionKind::Galerkin,
+          "attention weights: galerkin attention has no attention matrix to export");
+  if (kind_ == AttentionKind::Physics) return physics_token_weights(c.physics, sample, head, query);
   const long bh = sample * opt_.n_heads + head, n = c.len;
   View1<T> row("attnphys::attention_row", n);
-  if (opt_.kind == "factored" && c.key_mask.extent(0) == 0) {
+  if (kind_ == AttentionKind::Factored && c.key_mask.extent(0) == 0) {
     // Position-only weights: alpha_h(query - j) where the (sample-independent) mask allows the pair.
     const auto alpha = to_host(params.view2(prefix_ + "alpha"));
     const AttentionMask mask = spec(c, params).mask;
@@ -283,6 +358,14 @@ std::vector<T> MultiHeadAttention<T>::weights(const AttentionCache<T>& c, const 
   }
   auto h = to_host(row);
   return std::vector<T>(h.data(), h.data() + n);
+}
+
+template <class T>
+std::vector<T> MultiHeadAttention<T>::slice_weights(const AttentionCache<T>& c, long sample, long head,
+                                                    long token) const {
+  require(kind_ == AttentionKind::Physics, "attention slice weights: only physics attention has slices (kind is '",
+          opt_.kind, "'); use weights() for the token weights");
+  return physics_slice_weights(c.physics, sample, head, token);
 }
 
 template struct AttentionCache<float>;

@@ -26,6 +26,7 @@ AttentionOptions EncoderOptions::attention_options() const {
   a.periodic = periodic;
   a.relative_bias = relative_bias;
   a.max_len = max_len;
+  a.n_slices = n_slices;
   return a;
 }
 
@@ -36,7 +37,8 @@ void EncoderOptions::declare(OptionSet& set, const std::string& s) {
   set.add(s + ".n_heads", &n_heads, "attention heads (must divide d_model)", Range::at_least(1));
   set.add(s + ".n_layers", &n_layers, "transformer blocks", Range::non_negative());
   set.add(s + ".d_ff", &d_ff, "feed-forward width (0: 4 * d_model)", Range::non_negative());
-  set.add(s + ".attention", &attention, "attention kind", {"dense", "tiled", "galerkin", "factored"});
+  set.add(s + ".attention", &attention, "attention kind", {"dense", "tiled", "galerkin", "factored", "physics"});
+  set.add(s + ".n_slices", &n_slices, "physics attention: slices per head", Range::at_least(1));
   set.add(s + ".causal", &causal, "attend only to earlier tokens");
   set.add(s + ".window", &window, "local attention window |i - j| <= window (negative: global)");
   set.add(s + ".periodic", &periodic, "ring distances for window, relative bias and factored weights");

@@ -1,5 +1,5 @@
 #pragma once
-// Multi-head attention as a module: projections, head split, one of four attention kinds, head merge, output
+// Multi-head attention as a module: projections, head split, one of five attention kinds, head merge, output
 // projection. Tokens are [B*N, d_model] matrices (batch-major).
 //
 // Parameters (prefix + name, PyTorch's nn.MultiheadAttention names where they exist):
@@ -9,23 +9,35 @@
 //   rel_bias [H, T]                              learned score bias b_h(i - j) (relative_bias = true)
 //   alpha [H, T]                                 factored weights alpha_h(i - j)
 //   k_norm.{weight,bias}, v_norm.{weight,bias} [H, dh]   Galerkin's layer norms, one per head (Cao 2021)
+//   physics (Transolver's Physics-Attention, physics_attention.hpp), M = n_slices:
+//     in_proj_fx.{weight [d, d], bias [d]}, in_proj_x.{weight [d, d], bias [d]}   values fx and slice inputs xm
+//     slice.weight [H, dh, M], slice.bias [H, M]                                 slice logits per head
+//     log_tau [H]                                                                temperature τ_h = exp(log_tau)
+//     to_q.weight, to_k.weight, to_v.weight [dh, dh]                             among the slices, shared by heads
 // with T = 2*max_len - 1 (open) or max_len (periodic).
 #include <string>
 
 #include "attnphys/operators/attention_core.hpp"
 #include "attnphys/operators/init.hpp"
+#include "attnphys/operators/physics_attention.hpp"
 
 namespace attnphys::ops {
+
+// The attention kinds; the option string is parsed once (parse_attention_kind) and the module dispatches on this.
+enum class AttentionKind { Dense, Tiled, Galerkin, Factored, Physics };
+// "dense" | "tiled" | "galerkin" | "factored" | "physics"; anything else is refused with the list.
+AttentionKind parse_attention_kind(const std::string& kind);
 
 struct AttentionOptions {
   long d_model = 64;
   long n_heads = 4;
-  std::string kind = "dense";  // dense | tiled | galerkin | factored
+  std::string kind = "dense";  // dense | tiled | galerkin | factored | physics
   bool causal = false;
   long window = -1;            // local window |i - j| <= window; negative: none
   bool periodic = false;       // ring distances for window, relative bias and factored weights
   bool relative_bias = false;  // learned b_h(i - j) added to the scores (dense, tiled)
   long max_len = 0;            // longest sequence the relative tables cover (relative_bias, factored)
+  long n_slices = 32;          // physics: slices M per head
   void validate() const;
   long head_dim() const { return d_model / n_heads; }
 };
@@ -43,7 +55,8 @@ struct AttentionCache {
   View1<T> k_mean, k_rstd, v_mean, v_rstd;
   View2<T> dproj, dmerged;       // gradient buffers
   View3<T> dq, dk, dv, dout, dkn, dvn;
-  void ensure(const AttentionOptions& opt, long batch, long len);
+  PhysicsAttentionBuffers<T> physics;  // physics attention: every buffer of the slices (only these are used)
+  void ensure(AttentionKind kind, const AttentionOptions& opt, long batch, long len);
 };
 
 template <class T>
@@ -52,6 +65,7 @@ class MultiHeadAttention {
   MultiHeadAttention() = default;
   MultiHeadAttention(AttentionOptions options, std::string prefix);
   const AttentionOptions& options() const { return opt_; }
+  AttentionKind kind() const { return kind_; }
   const std::string& prefix() const { return prefix_; }
 
   void declare(ParameterBuffer<T>& buf, InitPlan& plan) const;
@@ -61,14 +75,20 @@ class MultiHeadAttention {
   // dx = (skipped when empty); parameter gradients +=. x is the forward's input.
   void backward(const Mat<T>& dx, AttentionCache<T>& cache, const ConstMat<T>& dy, const ConstMat<T>& x,
                 const ParameterBuffer<T>& params, AttentionScratch<T>& ws) const;
-  // Weights of query `query` of sample `sample` over the N keys in head `head`, from the last forward.
+  // Weights of query `query` of sample `sample` over the N keys in head `head`, from the last forward. Physics
+  // attention: the effective token weights A_qj = Σ_{m,m'} w_qm P_mm' w_jm' / den_m' (physics_token_weights).
   std::vector<T> weights(const AttentionCache<T>& cache, const ParameterBuffer<T>& params, long sample, long head,
                          long query) const;
+  // Physics attention only: the M slice weights of token `token` (softmax over the slices) from the last forward.
+  std::vector<T> slice_weights(const AttentionCache<T>& cache, long sample, long head, long token) const;
 
  private:
   AttentionOptions opt_;
+  AttentionKind kind_ = AttentionKind::Dense;
   std::string prefix_;
   ScoreSpec<T> spec(const AttentionCache<T>& c, const ParameterBuffer<T>& params) const;
+  PhysicsAttentionParams<T> physics_params(const ParameterBuffer<T>& params) const;
+  PhysicsAttentionGrads<T> physics_grads(const ParameterBuffer<T>& params) const;
 };
 
 extern template class MultiHeadAttention<float>;

@@ -21,7 +21,8 @@ struct EncoderOptions {
   long n_heads = 4;
   long n_layers = 2;
   long d_ff = 0;          // feed-forward width; 0: 4 * d_model
-  std::string attention = "dense";  // dense | tiled | galerkin | factored
+  std::string attention = "dense";  // dense | tiled | galerkin | factored | physics
+  long n_slices = 32;     // physics attention: slices per head
   bool causal = false;
   long window = -1;       // local attention |i - j| <= window; negative: global
   bool periodic = false;  // ring distances (window, relative bias, factored weights)
