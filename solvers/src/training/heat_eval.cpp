@@ -328,7 +328,8 @@ Json HeatRunResult::to_json() const {
   j.set("rollout_rel_l2", rollout);
   j.set("transfer_rel_l2", transfer.rel_l2);
   j.set("test_rel_l2_by_horizon", test_rel_l2_by_horizon);
-  j.set("train_seconds", train_seconds).set("steps", steps_done).set("stopped_early", stopped_early);
+  j.set("train_seconds", train_seconds).set("steps", steps_done).set("stopped_early", stopped_early)
+      .set("stopped_at_time_limit", stopped_at_time_limit);
   j.set("final_train_loss", final_train_loss).set("best_val_rel_l2", best_val_rel_l2);
   j.set("n_parameters", n_parameters);
   j.set("surrogate_ms_per_sample", surrogate_ms_per_sample).set("solver_ms_per_sample", solver_ms_per_sample);

@@ -34,6 +34,9 @@ void TrainOptions::declare(OptionSet& set) {
   set.add("train.steps", &steps, "optimizer steps", Range::at_least(1));
   set.add("train.batch", &batch, "samples per mini-batch", Range::at_least(1));
   set.add("train.eval_every", &eval_every, "steps between validations", Range::at_least(1));
+  set.add("train.max_seconds", &max_seconds,
+          "wall-clock budget of the training loop in seconds (0: none; the schedule still spans train.steps)",
+          Range::non_negative());
   set.add("train.checkpoint_every", &checkpoint_every, "steps between checkpoints", Range::at_least(1));
   set.add("train.patience", &patience, "validations without improvement before stopping (0: off)",
           Range::non_negative());
@@ -424,8 +427,12 @@ HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_to
     const double lr = scheduled_lr(Tr.schedule, Tr.optimizer.lr, step);
     opt.step(buf, lr);
     const bool last = step + 1 == Tr.steps;
+    // The time budget: rank 0's clock decides, so every rank stops after the same step.
+    double time_up = Tr.max_seconds > 0 &&
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= Tr.max_seconds;
+    if (R > 1) comm.broadcast(&time_up, 1, 0);
     double val = -1;
-    if ((step + 1) % Tr.eval_every == 0 || last) {
+    if ((step + 1) % Tr.eval_every == 0 || last || time_up != 0) {
       check_ranks_agree(comm, buf, step + 1);
       val = validate();
       if (val < best_val) {
@@ -445,6 +452,11 @@ HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_to
     if ((step + 1) % Tr.checkpoint_every == 0 && !last) save_checkpoint(step + 1);
     if (Tr.patience > 0 && bad_evals >= Tr.patience) {
       res.stopped_early = true;
+      ++step;
+      break;
+    }
+    if (time_up != 0 && !last) {
+      res.stopped_at_time_limit = true;
       ++step;
       break;
     }

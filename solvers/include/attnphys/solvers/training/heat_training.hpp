@@ -43,6 +43,8 @@ struct TrainOptions {
   long eval_every = 100;
   long checkpoint_every = 1000;
   long patience = 0;          // evaluations without improvement before stopping (0: never stop early)
+  double max_seconds = 0;     // wall-clock budget of the training loop (0: none); the run then validates and stops
+                              // (the schedule still runs over train.steps: set both for a budgeted run)
   double h1_weight = 0.0;     // weight of the relative H1 (gradient) term in the loss
   long seed = 0;              // model initialisation and batch order
   std::string out_dir = "runs/heat2d";
@@ -83,6 +85,7 @@ struct HeatRunConfig {
 struct HeatRunResult {
   long steps_done = 0;
   bool stopped_early = false;
+  bool stopped_at_time_limit = false;  // train.max_seconds ran out before train.steps
   double train_seconds = 0;
   double final_train_loss = 0;
   double best_val_rel_l2 = 0;
