@@ -325,6 +325,15 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
 }
 
 HeatDataOptions resolve_heat_data(const HeatDataOptions& o) {
+  if (o.file.empty()) return resolve_heat_file(o);
+  HeatDataOptions r = resolve_heat_file(o);
+  const long need = o.n_train + o.n_val + o.n_test;
+  require(need <= r.info->samples, "data.file '", o.file, "' holds ", r.info->samples, " samples but data.n_train + ",
+          "n_val + n_test = ", need);
+  return r;
+}
+
+HeatDataOptions resolve_heat_file(const HeatDataOptions& o) {
   if (o.file.empty()) {
     require(o.field == "data", "data.field = '", o.field, "' names a dataset of data.file, but data.file is empty ",
             "(generated pairs have only the solved field): set data.file or leave data.field at \"data\"");
@@ -351,9 +360,6 @@ HeatDataOptions resolve_heat_data(const HeatDataOptions& o) {
       fail("data.file '", o.file, "' holds fields on a ", f.nx, "x", f.ny, " grid but data.n = ", o.n, " names a ",
            "square grid: set data.n = 0 to take the file's grid");
   }
-  const long need = o.n_train + o.n_val + o.n_test;
-  require(need <= f.samples, "data.file '", o.file, "' holds ", f.samples, " samples but data.n_train + n_val + ",
-          "n_test = ", need);
   long max_offset = 0;
   for (double m : o.horizons) {
     require(std::abs(m - std::round(m)) < 1e-12, "data.horizons = ", m, " is not a whole number; from a file, ",

@@ -9,6 +9,7 @@
 
 #include "attnphys/core/comm.hpp"
 #include "attnphys/core/hdf5_io.hpp"
+#include "attnphys/solvers/training/heat_fit.hpp"
 
 namespace attnphys::training {
 
@@ -41,54 +42,14 @@ View2<double> HeatEvaluator::predict(const View2<double>& inputs, long np, Surro
 
 View2<double> HeatEvaluator::predict(const View2<double>& inputs, const View3<double>& extra,
                                      const View2<double>& coords_d, SurrogateCache<float>& cache, double tau) {
-  const long count = inputs.extent(0), P = inputs.extent(1);
-  const long C = long(extra.extent(2));
-  require(C == model_.options().extra_inputs() && (C == 0 || long(extra.extent(0)) == count),
-          "heat surrogate evaluation: ", C, " extra channel(s) given, the model takes ",
-          model_.options().extra_inputs());
-  require(long(ch_.mean.size()) == C && long(ch_.std.size()) == C, "heat surrogate evaluation: statistics of ",
-          ch_.mean.size(), " extra channel(s) for ", C);
-  require(long(coords_d.extent(0)) == P, "heat surrogate evaluation: ", coords_d.extent(0), " coordinates for ", P,
-          " points");
-  View2<float> coords("attnphys::coords_f", P, cfg_.data.dim);
-  const long dim = cfg_.data.dim;
-  Kokkos::parallel_for(
-      "attnphys::coords_to_float", Kokkos::RangePolicy<ExecSpace>(0, P * dim),
-      KOKKOS_LAMBDA(long i) { coords(i / dim, i % dim) = float(coords_d(i / dim, i % dim)); });
-  View1<double> cm("attnphys::eval_channel_mean", C), ci("attnphys::eval_channel_inv_std", C);
-  {
-    auto hm = Kokkos::create_mirror_view(cm), hi = Kokkos::create_mirror_view(ci);
-    for (long c = 0; c < C; ++c) hm(c) = ch_.mean[std::size_t(c)], hi(c) = 1.0 / ch_.std[std::size_t(c)];
-    Kokkos::deep_copy(cm, hm);
-    Kokkos::deep_copy(ci, hi);
-  }
-  View2<double> out("attnphys::prediction", count, P);
-  const long chunk = std::max(1L, std::min<long>(count, 32));
-  View1<float> in("attnphys::eval_in", chunk * P), pr("attnphys::eval_pred", chunk * P);
-  View2<float> ex("attnphys::eval_channels", chunk * P, C);
-  View1<float> taus("attnphys::eval_tau", chunk);
-  Kokkos::deep_copy(taus, float(tau));
-  const double mu = mu_, inv = 1.0 / sigma_, sd = sigma_;
-  for (long s0 = 0; s0 < count; s0 += chunk) {
-    const long c = std::min(chunk, count - s0);
-    Kokkos::parallel_for(
-        "attnphys::eval_normalise", Kokkos::RangePolicy<ExecSpace>(0, c * P),
-        KOKKOS_LAMBDA(long i) { in(i) = float((inputs(s0 + i / P, i % P) - mu) * inv); });
-    if (C > 0)
-      Kokkos::parallel_for(
-          "attnphys::eval_normalise_channels", Kokkos::RangePolicy<ExecSpace>(0, c * P * C), KOKKOS_LAMBDA(long i) {
-            const long k = i % C, t = i / C;
-            ex(t, k) = float((extra(s0 + t / P, t % P, k) - cm(k)) * ci(k));
-          });
-    auto pv = Kokkos::subview(pr, std::make_pair(0L, c * P));
-    const ConstMat<float> es = C > 0 ? ConstMat<float>(ex.data(), c * P, C) : ConstMat<float>();
-    model_.forward(pv, cache, Kokkos::subview(in, std::make_pair(0L, c * P)), es, coords, c, P, params_,
-                   Kokkos::subview(taus, std::make_pair(0L, c)));
-    Kokkos::parallel_for(
-        "attnphys::eval_denormalise", Kokkos::RangePolicy<ExecSpace>(0, c * P),
-        KOKKOS_LAMBDA(long i) { out(s0 + i / P, i % P) = double(pr(i)) * sd + mu; });
-  }
-  return out;
+  HeatNormalisation norm;
+  norm.mean = mu_;
+  norm.std = sigma_;
+  norm.channel_mean = ch_.mean;
+  norm.channel_std = ch_.std;
+  View1<double> taus("attnphys::eval_tau", inputs.extent(0));
+  Kokkos::deep_copy(taus, tau);
+  return predict_heat_surrogate(model_, params_, norm, inputs, extra, coords_d, taus, cache, 32);
 }
 
 namespace detail_eval {

@@ -125,6 +125,9 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& options);
 // configuration (grid, sample counts, enough snapshots for file_stride·max(horizons)). Without data.file: the
 // options with n = 32 when it was 0 (and data.field / data.channels refused: generated pairs have neither).
 HeatDataOptions resolve_heat_data(const HeatDataOptions& options);
+// The same without the check of data.n_train + n_val + n_test against the file's samples (callers that split the
+// samples themselves: the Python API).
+HeatDataOptions resolve_heat_file(const HeatDataOptions& options);
 
 // A set of pairs on the device: inputs and targets [count, points] (row-major fields, x fastest), coordinates
 // [points, dim] of the grid points (physical units); tau [count]: each pair's horizon in base horizons; extra
