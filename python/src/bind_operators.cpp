@@ -138,8 +138,8 @@ void bind_encoder(py::module_& m, const char* name) {
   using OptM = std::optional<Array<int>>;
   py::class_<E> cls(m, name,
                     "Transformer encoder (pre-LN blocks). Keyword options are EncoderOptions' fields: d_in, d_model, "
-                    "n_heads, n_layers, d_ff, attention (dense|tiled|galerkin|factored), causal, window, periodic, "
-                    "relative_bias, max_len, positional (none|sinusoidal|learned|coords), coord_dim, coord_features, "
+                    "n_heads, n_layers, d_ff, attention (dense|tiled|galerkin|factored|physics), n_slices, causal, "
+                    "window, periodic, relative_bias, max_len, positional (none|sinusoidal|learned|coords), coord_dim, coord_features, "
                     "coord_sigma, coord_seed, final_norm, ln_eps; plus seed for the initial parameters.");
   cls.def(py::init([](const py::kwargs& kw) {
     ops::EncoderOptions o;
@@ -239,9 +239,11 @@ struct PyAttention {
 template <class T>
 void bind_attention(py::module_& m, const char* name) {
   using A = PyAttention<T>;
-  py::class_<A> cls(m, name, "Multi-head attention layer (parameters named as torch.nn.MultiheadAttention's)");
+  py::class_<A> cls(m, name,
+                    "Multi-head attention layer (parameters named as torch.nn.MultiheadAttention's); kind dense, "
+                    "tiled, galerkin, factored or physics (Transolver's Physics-Attention with n_slices slices)");
   cls.def(py::init([](long d_model, long n_heads, const std::string& kind, bool causal, long window, bool periodic,
-                      bool relative_bias, long max_len, std::uint64_t seed) {
+                      bool relative_bias, long max_len, long n_slices, std::uint64_t seed) {
             ops::AttentionOptions o;
             o.d_model = d_model;
             o.n_heads = n_heads;
@@ -251,6 +253,7 @@ void bind_attention(py::module_& m, const char* name) {
             o.periodic = periodic;
             o.relative_bias = relative_bias;
             o.max_len = max_len;
+            o.n_slices = n_slices;
             auto a = std::make_unique<A>();
             a->attn = ops::MultiHeadAttention<T>(o, "");
             ops::InitPlan plan;
@@ -261,7 +264,7 @@ void bind_attention(py::module_& m, const char* name) {
           }),
           py::arg("d_model"), py::arg("n_heads"), py::arg("kind") = "dense", py::arg("causal") = false,
           py::arg("window") = -1, py::arg("periodic") = false, py::arg("relative_bias") = false,
-          py::arg("max_len") = 0, py::arg("seed") = 0);
+          py::arg("max_len") = 0, py::arg("n_slices") = 32, py::arg("seed") = 0);
   bind_params<T>(cls);
   cls.def(
          "forward",
@@ -302,7 +305,19 @@ void bind_attention(py::module_& m, const char* name) {
             std::copy(w.begin(), w.end(), out.mutable_data());
             return out;
           },
-          py::arg("sample"), py::arg("head"), py::arg("query"));
+          py::arg("sample"), py::arg("head"), py::arg("query"),
+          "the N weights of one query over the tokens in the last forward (physics: the effective weights "
+          "sum_{m,m'} w_qm P_mm' w_jm' / den_m')")
+      .def(
+          "slice_weights",
+          [](const A& a, long sample, long head, long token) {
+            auto w = a.attn.slice_weights(a.cache, sample, head, token);
+            py::array_t<T> out(long(w.size()));
+            std::copy(w.begin(), w.end(), out.mutable_data());
+            return out;
+          },
+          py::arg("sample"), py::arg("head"), py::arg("token"),
+          "physics attention: the n_slices slice weights of one token in the last forward");
 }
 
 // Elementary layers (float64): forward returns outputs and saved values, backward returns input and parameter
