@@ -58,39 +58,29 @@ void HeatProblem::validate() const {
               " is not finite");
   }
   require(std::isfinite(kappa) && kappa >= 0, "diffusivity kappa must be finite and non-negative, got ", kappa);
-  if (variable_kappa()) {
+  // A per-cell field must have the spatial shape and finite values (κ: also >= 0).
+  auto check_field = [&](const View3<double>& f, const char* name, bool nonneg) {
     const auto e = spatial_extents();
-    require(long(kappa_field.extent(0)) == e[0] && long(kappa_field.extent(1)) == e[1] &&
-                long(kappa_field.extent(2)) == e[2],
-            "kappa field has shape (", kappa_field.extent(0), ", ", kappa_field.extent(1), ", ",
-            kappa_field.extent(2), "), the grid needs (", e[0], ", ", e[1], ", ", e[2], ") (z, y, x)");
-    const auto k = kappa_field;
-    long bad = 0;
-    Kokkos::parallel_reduce(
-        "attnphys::heat_validate_kappa", Kokkos::RangePolicy<ExecSpace>(0, k.size()),
-        KOKKOS_LAMBDA(const long i, long& b) {
-          const double v = k.data()[i];
-          if (!(v >= 0.0) || !math::isfinite(v)) ++b;  // catches NaN too
-        },
-        bad);
-    require(bad == 0, "kappa field has ", bad, " negative, NaN or infinite value(s): diffusivity must be >= 0");
-  }
-  if (source_field.size() > 0) {
-    const auto e = spatial_extents();
-    require(long(source_field.extent(0)) == e[0] && long(source_field.extent(1)) == e[1] &&
-                long(source_field.extent(2)) == e[2],
-            "source field has shape (", source_field.extent(0), ", ", source_field.extent(1), ", ",
-            source_field.extent(2), "), the grid needs (", e[0], ", ", e[1], ", ", e[2], ") (z, y, x)");
-    const auto f = source_field;
-    long bad = 0;
-    Kokkos::parallel_reduce(
-        "attnphys::heat_validate_source", Kokkos::RangePolicy<ExecSpace>(0, f.size()),
-        KOKKOS_LAMBDA(const long i, long& b) {
-          if (!math::isfinite(f.data()[i])) ++b;
-        },
-        bad);
-    require(bad == 0, "source field has ", bad, " NaN or infinite value(s)");
-  }
+    require(long(f.extent(0)) == e[0] && long(f.extent(1)) == e[1] && long(f.extent(2)) == e[2], name,
+            " field has shape (", f.extent(0), ", ", f.extent(1), ", ", f.extent(2), "), the grid needs (", e[0],
+            ", ", e[1], ", ", e[2], ") (z, y, x)");
+    const long bad = count_non_finite(f.data(), long(f.size()), nonneg);
+    require(bad == 0, name, " field has ", bad, nonneg ? " negative," : "", " NaN or infinite value(s)",
+            nonneg ? ": diffusivity must be >= 0" : "");
+  };
+  if (variable_kappa()) check_field(kappa_field, "kappa", true);
+  if (source_field.size() > 0) check_field(source_field, "source", false);
+}
+
+long count_non_finite(const double* x, long n, bool negative_too) {
+  long bad = 0;
+  Kokkos::parallel_reduce(
+      "attnphys::heat_count_non_finite", Kokkos::RangePolicy<ExecSpace>(0, n),
+      KOKKOS_LAMBDA(const long i, long& b) {
+        if (!math::isfinite(x[i]) || (negative_too && !(x[i] >= 0.0))) ++b;
+      },
+      bad);
+  return bad;
 }
 
 bool HeatProblem::homogeneous() const {

@@ -190,40 +190,17 @@ HeatSolution solve(const heat::HeatProblem& problem, const View3<double>& u0, do
           options.dt);
   HeatStepper stepper(problem, options.method, options.substep);
   stepper.check_state(u0);
-  {  // A NaN or infinite initial value would propagate silently through every step: refuse it here.
-    long bad = 0, first = -1;
-    Kokkos::parallel_reduce(
-        "attnphys::heat_check_u0", Kokkos::RangePolicy<ExecSpace>(0, u0.size()),
-        KOKKOS_LAMBDA(const long i, long& b) {
-          if (!math::isfinite(u0.data()[i])) ++b;
-        },
-        bad);
-    if (bad > 0) {
-      auto h = to_host(u0);
-      for (std::size_t i = 0; i < h.size() && first < 0; ++i)
-        if (!std::isfinite(h.data()[i])) first = long(i);
-      fail("the initial field has ", bad, " NaN or infinite value(s) (the first at flat index ", first,
-           " in (z|batch, y, x) order): give a finite field");
-    }
+  // A NaN or infinite initial value would propagate silently through every step: refuse it here.
+  if (const long bad = heat::count_non_finite(u0.data(), long(u0.size())); bad > 0) {
+    auto h = to_host(u0);
+    long first = 0;
+    while (first < long(h.size()) && std::isfinite(h.data()[first])) ++first;
+    fail("the initial field has ", bad, " NaN or infinite value(s) (the first at flat index ", first,
+         " in (z|batch, y, x) order): give a finite field");
   }
-  HeatSolution sol;
-  sol.u = View3<double>("attnphys::heat_solution", u0.extent(0), u0.extent(1), u0.extent(2));
-  Kokkos::deep_copy(sol.u, u0);
-  sol.dt = options.dt > 0 ? options.dt : auto_dt(stepper, u0, t_end);
-  double t = 0.0;
-  for (std::size_t s = 0; s < options.snapshot_times.size(); ++s) {
-    const double ts = options.snapshot_times[s];
-    require(ts >= t && ts <= t_end, "snapshot times must be increasing and within [0, t_end = ", t_end, "], got ",
-            ts, s ? msg(" after ", options.snapshot_times[s - 1]) : std::string());
-    if (ts > t) sol.steps += stepper.advance(sol.u, t, ts, sol.dt);
-    t = ts;
-    View3<double> snap("attnphys::heat_snapshot", u0.extent(0), u0.extent(1), u0.extent(2));
-    Kokkos::deep_copy(snap, sol.u);
-    sol.times.push_back(ts);
-    sol.snapshots.push_back(snap);
-  }
-  if (t_end > t) sol.steps += stepper.advance(sol.u, t, t_end, sol.dt);
-  return sol;
+  const double dt = options.dt > 0 ? options.dt : auto_dt(stepper, u0, t_end);
+  return solve_with_snapshots(u0, t_end, dt, options.snapshot_times,
+                              [&](const View3<double>& u, double t0, double t1) { return stepper.advance(u, t0, t1, dt); });
 }
 
 void HeatSolverOptions::declare(OptionSet& set, const std::string& section) {

@@ -31,17 +31,6 @@ double max_abs_diff(const View3<double>& a, const View3<double>& b) {
   return m;
 }
 
-long count_non_finite(const double* x, long n) {
-  long bad = 0;
-  Kokkos::parallel_reduce(
-      "attnphys::nonlinear_heat_check", Kokkos::RangePolicy<ExecSpace>(0, n),
-      KOKKOS_LAMBDA(const long i, long& b) {
-        if (!math::isfinite(x[i])) ++b;
-      },
-      bad);
-  return bad;
-}
-
 }  // namespace
 
 void NonlinearOptions::validate() const {
@@ -108,7 +97,7 @@ void NonlinearHeatStepper::step_sample(const View3<double>& ub, long b, double t
         },
         bad);
     if (bad) {
-      const long nan_u = count_non_finite(un, cells);
+      const long nan_u = heat::count_non_finite(un, cells);
       require(false, "nonlinear heat: kappa(u) is NaN, infinite or not positive in ", bad, " cell(s) of sample ", b,
               " at t = ", t, " (Picard iterate ", k, ", dt = ", dt, "): ",
               nan_u ? msg("the state holds ", nan_u, " NaN or infinite value(s); check the initial field, source "
@@ -168,7 +157,7 @@ long NonlinearHeatStepper::advance(const View3<double>& u, double t0, double t1,
   for (long b = 0; b < samples; ++b) {
     const auto ub = sample_view(u, b);
     for (long s = 0; s < n; ++s) step_sample(ub, b, t0 + s * dt, dt, 0);
-    const long bad = count_non_finite(ub.data(), long(ub.size()));
+    const long bad = heat::count_non_finite(ub.data(), long(ub.size()));
     require(bad == 0, "nonlinear heat: sample ", b, " holds ", bad, " NaN or infinite value(s) at t = ", t1,
             "; check the source and boundary data");
   }
@@ -203,26 +192,11 @@ HeatSolution solve_nonlinear(const heat::HeatProblem& problem, const heat::Kappa
           options.dt);
   NonlinearHeatStepper stepper(problem, law, options.picard);
   stepper.check_state(u0);
-  const long bad = count_non_finite(u0.data(), long(u0.size()));
+  const long bad = heat::count_non_finite(u0.data(), long(u0.size()));
   require(bad == 0, "nonlinear heat: the initial state holds ", bad, " NaN or infinite value(s)");
-  HeatSolution sol;
-  sol.u = View3<double>("attnphys::heat_solution", u0.extent(0), u0.extent(1), u0.extent(2));
-  Kokkos::deep_copy(sol.u, u0);
-  sol.dt = options.dt > 0 ? options.dt : auto_dt(stepper, u0, t_end);
-  double t = 0.0;
-  for (std::size_t s = 0; s < options.snapshot_times.size(); ++s) {
-    const double ts = options.snapshot_times[s];
-    require(ts >= t && ts <= t_end, "snapshot times must be increasing and within [0, t_end = ", t_end, "], got ",
-            ts, s ? msg(" after ", options.snapshot_times[s - 1]) : std::string());
-    if (ts > t) sol.steps += stepper.advance(sol.u, t, ts, sol.dt);
-    t = ts;
-    View3<double> snap("attnphys::heat_snapshot", u0.extent(0), u0.extent(1), u0.extent(2));
-    Kokkos::deep_copy(snap, sol.u);
-    sol.times.push_back(ts);
-    sol.snapshots.push_back(snap);
-  }
-  if (t_end > t) sol.steps += stepper.advance(sol.u, t, t_end, sol.dt);
-  return sol;
+  const double dt = options.dt > 0 ? options.dt : auto_dt(stepper, u0, t_end);
+  return solve_with_snapshots(u0, t_end, dt, options.snapshot_times,
+                              [&](const View3<double>& u, double t0, double t1) { return stepper.advance(u, t0, t1, dt); });
 }
 
 void NonlinearHeatOptions::declare(OptionSet& set, const std::string& s) {

@@ -96,6 +96,9 @@ struct HeatProblem {
   void set_all_boundaries(const BoundaryCondition& b);
 };
 
+// How many of the n values at `data` (execution-space memory) are NaN or infinite (with negative: or below 0).
+long count_non_finite(const double* data, long n, bool negative_too = false);
+
 // A problem with zero boundary data on every side: bc "periodic", "dirichlet" or "neumann".
 HeatProblem make_problem(int dim, std::array<long, 3> n, std::array<double, 3> h, double kappa,
                          const std::string& bc);

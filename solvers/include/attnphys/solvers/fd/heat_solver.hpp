@@ -75,6 +75,31 @@ struct HeatSolution {
   double dt = 0.0;                       // the step asked for (steps may be shortened to land on the times)
 };
 
+// The snapshot loop of fd::solve and solve_nonlinear: a copy of u0 advanced through the increasing snapshot times
+// (within [0, t_end]) and on to t_end by advance(u, t0, t1) (returns the steps taken); dt is recorded as asked.
+template <class Advance>
+HeatSolution solve_with_snapshots(const View3<double>& u0, double t_end, double dt, const std::vector<double>& times,
+                                  Advance&& advance) {
+  HeatSolution sol;
+  sol.u = View3<double>("attnphys::heat_solution", u0.extent(0), u0.extent(1), u0.extent(2));
+  Kokkos::deep_copy(sol.u, u0);
+  sol.dt = dt;
+  double t = 0.0;
+  for (std::size_t s = 0; s < times.size(); ++s) {
+    const double ts = times[s];
+    require(ts >= t && ts <= t_end, "snapshot times must be increasing and within [0, t_end = ", t_end, "], got ",
+            ts, s ? msg(" after ", times[s - 1]) : std::string());
+    if (ts > t) sol.steps += advance(sol.u, t, ts);
+    t = ts;
+    View3<double> snap("attnphys::heat_snapshot", u0.extent(0), u0.extent(1), u0.extent(2));
+    Kokkos::deep_copy(snap, sol.u);
+    sol.times.push_back(ts);
+    sol.snapshots.push_back(snap);
+  }
+  if (t_end > t) sol.steps += advance(sol.u, t, t_end);
+  return sol;
+}
+
 // Advances u0 (not modified) from t = 0 to t_end.
 HeatSolution solve(const heat::HeatProblem& problem, const View3<double>& u0, double t_end,
                    const HeatSolveOptions& options = {});
