@@ -24,7 +24,7 @@ void SurrogateOptions::declare(OptionSet& set) {
   set.add("model.n_heads", &encoder.n_heads, "attention heads (must divide d_model)", Range::at_least(1));
   set.add("model.n_layers", &encoder.n_layers, "transformer blocks", Range::at_least(1));
   set.add("model.d_ff", &encoder.d_ff, "feed-forward width (0: 4 * d_model)", Range::non_negative());
-  set.add("model.attention", &encoder.attention, "attention kind", {"dense", "tiled", "galerkin"});
+  set.add("model.attention", &encoder.attention, "attention kind", {"dense", "tiled", "galerkin", "physics"});
   set.add("model.n_slices", &encoder.n_slices, "physics attention: slices per head", Range::at_least(1));
   set.add("model.coords", &coords, "coordinate encoding", {"harmonics", "fourier", "none"});
   set.add("model.harmonics", &harmonics, "harmonics per axis (coords = harmonics)", Range::at_least(1));
