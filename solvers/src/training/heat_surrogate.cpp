@@ -32,6 +32,8 @@ void SurrogateOptions::declare(OptionSet& set) {
           Range::at_least(1));
   set.add("model.coord_sigma", &encoder.coord_sigma, "frequency scale of the Fourier features", Range::positive());
   set.add("model.input_kappa", &input_kappa, "shorthand for data.channels = [\"kappa\"] (transformer)");
+  set.add("model.stencil", &stencil,
+          "transformer: add the local first and second differences of u and of every channel to each token");
   set.add("model.dt_input", &dt_input, "feed the horizon Δt/Δt_base (train with several data.horizons)");
   set.add("model.final_norm", &encoder.final_norm, "LayerNorm before the readout");
 }
@@ -48,12 +50,15 @@ void SurrogateOptions::validate() const {
   require(kind != "kernel" || extra_channels == 0, "model.kind = kernel is linear in the field and cannot take ",
           "extra input channels (data.channels): use model.kind = transformer");
   require(extra_channels >= 0, "heat surrogate: negative number of extra channels");
+  require(kind != "kernel" || !stencil, "model.stencil adds nonlinear token features; model.kind = kernel is linear ",
+          "in the field: use model.kind = transformer");
   require(encoder.attention != "factored", "model.attention = factored needs a fixed sequence length; the heat ",
           "surrogate evaluates on other grids: use dense, tiled or galerkin");
 }
 
 long SurrogateOptions::num_features(int dim) const {
-  return 1 + extra_inputs() + (dt_input ? 1 : 0) + (coords == "harmonics" ? 2 * harmonics * dim : 0);
+  return 1 + extra_inputs() + (dt_input ? 1 : 0) + (coords == "harmonics" ? 2 * harmonics * dim : 0) +
+         (stencil ? (1 + extra_inputs()) * 2 * dim : 0);
 }
 
 template <class T>
@@ -176,6 +181,67 @@ void surrogate_features(const Mat<T>& f, const ops::ConstVec<T>& u, const ConstM
       });
 }
 
+// The grid behind coordinates [N, dim] laid out x fastest: nx from the first row, spacings from neighbours, an
+// axis periodic when n·h equals its encoding length (non-periodic boxes are encoded with period 2L).
+template <class T>
+SurrogateGrid infer_grid(const ConstMat<T>& coords, long len, int dim, const std::vector<double>& lengths) {
+  auto c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), coords);
+  SurrogateGrid g;
+  if (dim == 1) {
+    g.nx = len;
+  } else {
+    g.nx = 1;
+    while (g.nx < len && c(g.nx, 1) == c(0, 1)) ++g.nx;
+    g.ny = len / g.nx;
+    require(g.nx * g.ny == len, "heat surrogate: model.stencil needs a regular grid (x fastest); the coordinates ",
+            "do not form one");
+  }
+  require(g.nx >= 2 && (dim == 1 || g.ny >= 2), "heat surrogate: model.stencil needs at least 2 points per axis");
+  g.hx = double(c(1, 0)) - double(c(0, 0));
+  g.hy = dim > 1 ? double(c(g.nx, 1)) - double(c(0, 1)) : 1.0;
+  require(g.hx > 0 && g.hy > 0, "heat surrogate: model.stencil needs increasing coordinates along each axis");
+  g.px = std::abs(g.nx * g.hx - lengths[0]) <= 1e-6 * lengths[0];
+  g.py = dim > 1 && std::abs(g.ny * g.hy - lengths[1]) <= 1e-6 * lengths[1];
+  return g;
+}
+
+// Columns col0.. of f: for each field (û, then the C channels) and axis, ℓ·D1 and ℓ²·D2 (see the header).
+template <class T>
+void stencil_features(const Mat<T>& f, long col0, const ops::ConstVec<T>& u, const ConstMat<T>& extra, long C,
+                      long len, int dim, const SurrogateGrid& g, double lx, double ly) {
+  const long tokens = f.extent(0);
+  const SurrogateGrid grid = g;
+  const double sx = lx / 64.0, sy = ly / 64.0;
+  Kokkos::parallel_for(
+      "attnphys::surrogate_stencil", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+        const long b = t / len, n = t - b * len, i = n % grid.nx, j = n / grid.nx;
+        auto at = [&](long q, long field) -> double {
+          const long tt = b * len + q;
+          return field == 0 ? double(u(tt)) : double(extra(tt, field - 1));
+        };
+        for (long field = 0; field <= C; ++field) {
+          const double c0 = at(n, field);
+          for (int a = 0; a < dim; ++a) {
+            long m, p;
+            double h, l;
+            if (a == 0) {
+              m = i > 0 ? n - 1 : (grid.px ? n + grid.nx - 1 : n);
+              p = i + 1 < grid.nx ? n + 1 : (grid.px ? n - grid.nx + 1 : n);
+              h = grid.hx, l = sx;
+            } else {
+              m = j > 0 ? n - grid.nx : (grid.py ? n + (grid.ny - 1) * grid.nx : n);
+              p = j + 1 < grid.ny ? n + grid.nx : (grid.py ? n - (grid.ny - 1) * grid.nx : n);
+              h = grid.hy, l = sy;
+            }
+            const double fm = at(m, field), fp = at(p, field);
+            const long col = col0 + (field * dim + a) * 2;
+            f(t, col) = T(l * (fp - fm) / (2 * h));
+            f(t, col + 1) = T(l * l * (fp - 2 * c0 + fm) / (h * h));
+          }
+        }
+      });
+}
+
 template <class T>
 void add_increment(const ops::Vec<T>& out, const ops::ConstVec<T>& u, const ConstMat<T>& r) {
   Kokkos::parallel_for(
@@ -219,6 +285,16 @@ void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, con
   surrogate_features<T>(c.features, u, C > 0 ? extra : ConstMat<T>(),
                         opt_.dt_input ? ops::ConstVec<T>(c.shift) : ops::ConstVec<T>(), coords, len, opt_.harmonics,
                         opt_.coords == "harmonics", lengths_[0], dim_ > 1 ? lengths_[1] : 1.0);
+  if (opt_.stencil) {
+    if (c.grid_key != coords.data() || c.grid_len != len) {
+      c.grid = infer_grid<T>(coords, len, dim_, lengths_);
+      c.grid_key = coords.data();
+      c.grid_len = len;
+    }
+    const long col0 = nf - (1 + C) * 2 * dim_;
+    stencil_features<T>(c.features, col0, u, C > 0 ? extra : ConstMat<T>(), C, len, dim_, c.grid, lengths_[0],
+                        dim_ > 1 ? lengths_[1] : 1.0);
+  }
   ops::EncoderInputs<T> in;
   if (opt_.coords == "fourier") in.coords = coords;
   enc_.forward(c.hidden, c.enc, c.features, batch, len, params, in);

@@ -24,6 +24,11 @@
 // linear in the field and P_h stays shared by the batch: the heads' kernels of different widths are mixed
 // differently for different horizons.
 //
+// Stencil features (model.stencil, transformer): for û and every extra channel f, along each axis a, the physical
+// central differences ℓ_a (f_{i+1} − f_{i−1})/(2h_a) and ℓ_a² (f_{i+1} − 2f_i + f_{i−1})/h_a² (wrapped on periodic
+// axes, the edge value repeated on the others), ℓ_a = L_a/64 of the encoding length: what a 3-point stencil sees,
+// given to every token at once, in physical units so that the model still runs on other grids.
+//
 // Coordinate encodings:
 //   harmonics: cos(2π m x/L), sin(2π m x/L), m = 1..M per axis (periodic-aware, exact on the torus);
 //   fourier:   the encoder's random Fourier features of the raw coordinates (any domain, irregular points);
@@ -45,6 +50,7 @@ struct SurrogateOptions {
   std::string coords = "harmonics"; // harmonics | fourier | none
   long harmonics = 4;               // M per axis
   bool input_kappa = false;         // shorthand for one extra channel "kappa" (data.channels; transformer only)
+  bool stencil = false;             // transformer: + local differences of û and the channels (see below)
   long extra_channels = 0;          // not a key: extra input channels per token (set from data.channels by the run)
   bool dt_input = false;            // the horizon τ = Δt/Δt_base as an input (see above)
   SurrogateOptions();
@@ -56,10 +62,20 @@ struct SurrogateOptions {
   long extra_inputs() const { return extra_channels > 0 ? extra_channels : (input_kappa ? 1 : 0); }
 };
 
+// The regular grid behind a coordinate list [N, dim] (x fastest), as the stencil features read it.
+struct SurrogateGrid {
+  long nx = 0, ny = 1;
+  double hx = 1, hy = 1;
+  bool px = false, py = false;  // periodic axes (the encoding length is n·h; non-periodic boxes are encoded as 2L)
+};
+
 // Saved activations of one forward pass (grow-only, reused across steps).
 template <class T>
 struct SurrogateCache {
   long batch = 0, len = 0;
+  const void* grid_key = nullptr;  // the coordinates the grid below was read from (data pointer and length)
+  long grid_len = 0;
+  SurrogateGrid grid;
   View2<T> features;  // [B*N, F]
   View2<T> hidden;    // [B*N, d]
   View2<T> readout;   // [B*N, 1]
