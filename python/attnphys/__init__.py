@@ -12,6 +12,7 @@ from . import spin  # noqa: F401,E402
 from . import mps  # noqa: F401,E402
 from . import heat  # noqa: F401,E402
 from . import training  # noqa: F401,E402
+from . import operator  # noqa: F401,E402
 from ._core import (  # noqa: F401
     Error,
     Optimizer,
