@@ -7,6 +7,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -324,7 +325,9 @@ py::dict fit_file(PyModel& pm, const std::string& path, const std::string& field
   training::FitResult res;
   {
     py::gil_scoped_release release;
-    res = m.fit(tr, va, topt, run.hooks(), restore_best, &r);
+    training::HeatDataOptions stored = r;  // the stored configuration names the file by its absolute path
+    stored.file = std::filesystem::absolute(path).string();
+    res = m.fit(tr, va, topt, run.hooks(), restore_best, &stored);
   }
   py::dict h = run.history(res, m);
   h["n_train"] = n_train;
