@@ -48,6 +48,7 @@ A checkpoint of `attnphys train heat` loads with ``Surrogate.load`` and predicts
 or any PDEBench-layout file.
 """
 import difflib as _difflib
+from collections.abc import Mapping as _Mapping
 import numbers as _numbers
 import os as _os
 import re as _re
@@ -78,6 +79,7 @@ _MESSAGE_NAMES = {"model.kernel_heads": "n_heads", "model.kernel_dk": "d_k", "mo
 def _python_names(message):
     """C++ option keys in an error message, as the keywords of this API."""
     message = _re.sub(r"option '([\w.]+)' \(from [^)]*\)", r"\1", message)
+    message = _re.sub(r"^heat surrogate: ", "", message)
 
     def name(m):
         key = m.group(0)
@@ -399,6 +401,9 @@ class Surrogate:
     def _channels(self, where, given, S, grid):
         """[S, P, C] in the model's channel order from {name: array}, or None without channels."""
         names = self.channels
+        if given is not None and not isinstance(given, _Mapping):
+            raise Error(f"{where}: channels must be a dict {{name: array}}, e.g. channels={{'kappa': kappa}}, got "
+                        f"{type(given).__name__}")
         given = dict(given or {})
         for k in given:
             if not isinstance(k, str):
@@ -475,6 +480,9 @@ class Surrogate:
             raise Error(f"{w}: the model has not been trained: call Trainer(model).fit(...) first, or load a "
                         f"checkpoint with Surrogate.load(path)")
         batch = _int(w, "batch", batch, 1)
+        if channels is not None and not isinstance(channels, _Mapping):
+            raise Error(f"{w}: channels must be a dict {{name: array}}, e.g. channels={{'kappa': kappa}}, got "
+                        f"{type(channels).__name__}")
         ch = dict(channels or {})
         for name, value in (("kappa", kappa), ("source", source), ("boundary", boundary)):
             if value is not None:

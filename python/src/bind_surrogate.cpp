@@ -162,18 +162,20 @@ py::dict train_defaults() {
   return d;
 }
 
-// A HeatModel owned by Python. The mutex serialises calls from several Python threads (the GIL is released while
-// the model works, and fit/predict share its buffers).
+// A HeatModel owned by Python.
 struct PyModel {
   std::unique_ptr<HeatModel> m;
-  std::recursive_mutex mu;  // recursive: a progress callback may call predict on the model being trained
   bool fitting = false;
   LiveToken token;
 };
 
-// Locks the model with the GIL released (a thread that holds the lock may be waiting for the GIL in a callback).
-std::unique_lock<std::recursive_mutex> lock_model(PyModel& p) {
-  std::unique_lock<std::recursive_mutex> lock(p.mu, std::defer_lock);
+// One lock for every model: the GIL is released while a model works, and Kokkos' host execution spaces are not
+// safe to launch into from several threads at once, so calls from several Python threads run one after the other.
+// Recursive: a progress callback may call predict (of any model) from inside a fit. Taken with the GIL released
+// (a thread that holds the lock may be waiting for the GIL in a callback).
+std::unique_lock<std::recursive_mutex> lock_model(PyModel&) {
+  static std::recursive_mutex mu;
+  std::unique_lock<std::recursive_mutex> lock(mu, std::defer_lock);
   py::gil_scoped_release release;
   lock.lock();
   return lock;
@@ -396,6 +398,7 @@ void bind_surrogate(py::module_& m) {
       .def(py::init([](const py::dict& options, int dim, const std::vector<double>& box, const std::string& bc,
                        const std::vector<std::string>& channels, long seed) {
              auto p = std::make_unique<PyModel>();
+             auto lock = lock_model(*p);
              p->m = std::make_unique<HeatModel>(surrogate_options(options), dim, box, bc, channels, seed);
              return p;
            }),
@@ -404,6 +407,7 @@ void bind_surrogate(py::module_& m) {
           "load",
           [](const std::string& path) {
             auto p = std::make_unique<PyModel>();
+            auto lock = lock_model(*p);
             {
               py::gil_scoped_release release;
               p->m = HeatModel::load(path);
@@ -442,7 +446,8 @@ void bind_surrogate(py::module_& m) {
         return d;
       })
       .def_property_readonly("steps_trained", [](const PyModel& p) { return p.m->state().step; })
-      .def("parameters", [](const PyModel& p) {
+      .def("parameters", [](PyModel& p) {
+        auto lock = lock_model(p);
         const auto v = p.m->parameters().get_host(Slot::Params);
         Array<float> a(std::vector<long>{long(v.size())});
         std::copy(v.begin(), v.end(), a.mutable_data());

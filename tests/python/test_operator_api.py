@@ -313,6 +313,8 @@ def test_bad_inputs_raise_attnphys_error_with_what_to_fix(problem, trained):
         model.predict(x, channels={"kappa": k, "nu": k})
     with pytest.raises(E, match=r"unknown channel 'kappa': the model takes no channels"):
         Trainer(Surrogate(), steps=1).fit(x, u1[:4], channels={"kappa": k})
+    with pytest.raises(E, match=r"channels must be a dict \{name: array\}"):
+        Trainer(model, steps=1).fit(x, u1[:4], channels=k)
     with pytest.raises(E, match="given twice"):
         model.predict(x, kappa=k, channels={"kappa": k})
     with pytest.raises(E, match=r"channel 'kappa' must have the fields' shape \(4, 16, 16\) \(or one grid \(16, 16\) "
