@@ -66,7 +66,7 @@ __all__ = ["Surrogate", "Trainer", "Error"]
 _COMMON = {"coords": "coords", "harmonics": "harmonics", "coord_features": "coord_features",
            "coord_sigma": "coord_sigma", "dt_input": "dt_input"}
 _TRANSFORMER = {"d_model": "d_model", "n_heads": "n_heads", "n_layers": "n_layers", "d_ff": "d_ff",
-                "attention": "attention", "n_slices": "n_slices", "final_norm": "final_norm"}
+                "attention": "attention", "n_slices": "n_slices", "final_norm": "final_norm", "stencil": "stencil"}
 _KERNEL = {"n_heads": "kernel_heads", "n_layers": "kernel_layers", "d_k": "kernel_dk"}
 # Option keys in C++ messages -> the keyword to change.
 _MESSAGE_NAMES = {"model.kernel_heads": "n_heads", "model.kernel_dk": "d_k", "model.kernel_layers": "n_layers",
@@ -175,7 +175,8 @@ class Surrogate:
         matrix per head, shared by all samples; for constant-coefficient problems; no channels).
     transformer: d_model (token width), n_heads (must divide d_model), n_layers (blocks), d_ff (feed-forward width,
         0: 4*d_model), attention ("dense", "tiled", "galerkin", ...), n_slices (physics attention; None: default),
-        final_norm (LayerNorm before the readout).
+        final_norm (LayerNorm before the readout), stencil (every token also sees the central differences of u and
+        of its channels along each axis; needs a regular grid).
     kernel: n_heads, n_layers, d_k (query/key width per head).
     coords: "harmonics" (cos/sin(2 pi m x / period), m = 1..harmonics per axis; the period is the box on a periodic
         box, twice it otherwise), "fourier" (coord_features random Fourier features of scale coord_sigma) or "none".
@@ -192,7 +193,7 @@ class Surrogate:
     """
 
     def __init__(self, kind="transformer", *, d_model=32, n_heads=4, n_layers=1, d_ff=64, attention="dense",
-                 n_slices=None, final_norm=False, d_k=16, coords="harmonics", harmonics=4, coord_features=16,
+                 n_slices=None, final_norm=False, stencil=False, d_k=16, coords="harmonics", harmonics=4, coord_features=16,
                  coord_sigma=1.0, channels=(), dt_input=False, dim=2, lengths=None, bc="periodic", dtype="float32",
                  seed=0, **unknown):
         w = "Surrogate"
@@ -223,7 +224,8 @@ class Surrogate:
         given = {"d_model": _int(w, "d_model", d_model, 1), "n_heads": _int(w, "n_heads", n_heads, 1),
                  "n_layers": _int(w, "n_layers", n_layers, 1), "d_ff": _int(w, "d_ff", d_ff, 0),
                  "attention": _str(w, "attention", attention),
-                 "final_norm": _bool(w, "final_norm", final_norm), "d_k": _int(w, "d_k", d_k, 1),
+                 "final_norm": _bool(w, "final_norm", final_norm), "stencil": _bool(w, "stencil", stencil),
+                 "d_k": _int(w, "d_k", d_k, 1),
                  "coords": _str(w, "coords", coords, ("harmonics", "fourier", "none")),
                  "harmonics": _int(w, "harmonics", harmonics, 1),
                  "coord_features": _int(w, "coord_features", coord_features, 1),
@@ -252,7 +254,8 @@ class Surrogate:
         """The C++ defaults under this API's keywords (tests check the signature against them)."""
         d = _s.model_defaults()
         return {"d_model": d["d_model"], "n_heads": d["n_heads"], "n_layers": d["n_layers"], "d_ff": d["d_ff"],
-                "attention": d["attention"], "final_norm": d["final_norm"], "d_k": d["kernel_dk"],
+                "attention": d["attention"], "final_norm": d["final_norm"], "stencil": d["stencil"],
+                "d_k": d["kernel_dk"],
                 "coords": d["coords"], "harmonics": d["harmonics"], "coord_features": d["coord_features"],
                 "coord_sigma": d["coord_sigma"], "dt_input": d["dt_input"], "kernel_heads": d["kernel_heads"],
                 "kernel_layers": d["kernel_layers"], "kind": d["kind"]}

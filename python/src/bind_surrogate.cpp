@@ -139,6 +139,7 @@ py::dict to_dict(const training::SurrogateOptions& o) {
   d["coord_sigma"] = o.encoder.coord_sigma;
   d["dt_input"] = o.dt_input;
   d["final_norm"] = o.encoder.final_norm;
+  d["stencil"] = o.stencil;
   return d;
 }
 

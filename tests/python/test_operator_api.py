@@ -123,7 +123,8 @@ def test_options_defaults_are_the_cores():
     core = attnphys._core.surrogate.model_defaults()
     sig = inspect.signature(Surrogate.__init__).parameters
     for name, key in [("d_model", "d_model"), ("n_heads", "n_heads"), ("n_layers", "n_layers"), ("d_ff", "d_ff"),
-                      ("attention", "attention"), ("final_norm", "final_norm"), ("d_k", "kernel_dk"),
+                      ("attention", "attention"), ("final_norm", "final_norm"), ("stencil", "stencil"),
+                      ("d_k", "kernel_dk"),
                       ("coords", "coords"), ("harmonics", "harmonics"), ("coord_features", "coord_features"),
                       ("coord_sigma", "coord_sigma"), ("dt_input", "dt_input")]:
         assert sig[name].default == core[key], name
@@ -351,6 +352,8 @@ def test_bad_options_raise_attnphys_error_with_what_to_fix():
         Surrogate(d_model=30)
     with pytest.raises(E, match=r"attention.*'flash' is not one of"):
         Surrogate(attention="flash")
+    with pytest.raises(E, match=r"stencil=True applies to kind='transformer', not kind='kernel'"):
+        Surrogate("kernel", stencil=True)
     with pytest.raises(E, match=r"d_model=64 applies to kind='transformer', not kind='kernel'"):
         Surrogate("kernel", d_model=64)
     with pytest.raises(E, match=r"kind = kernel is linear in the field and cannot take extra input channels"):
