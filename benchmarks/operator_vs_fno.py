@@ -49,6 +49,10 @@ OURS_DEFAULTS = [
 N_VALIDATIONS = 10
 
 
+def fmt(v, spec=".4f"):
+    return "n/a" if v is None else format(v, spec)
+
+
 def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
@@ -453,7 +457,7 @@ def main():
         ours = run_ours(exe, fam, path, os.path.join(args.work, f"run_{key}_{tag}"), budget, ours_set,
                         probe_steps=8)
         log(f"  attnphys: {ours['test_rel_l2']:.3e} ({ours['n_parameters']} parameters, {ours['steps']} steps, "
-            f"{ours['step_s']:.3f} s/step, {ours['train_seconds']:.0f} s)")
+            f"{fmt(ours['step_s'])} s/step, {ours['train_seconds']:.0f} s)")
         notes = []
         ms = ours.get("surrogate_ms_per_sample")
         if not ms:
@@ -487,7 +491,7 @@ def main():
         ms_a = f"{r['attnphys_ms_per_sample']:.3f}" if r["attnphys_ms_per_sample"] else "n/a"
         for label, a, b in [("test relative L2", f"{r['attnphys_rel_l2']:.3e}", f"{r['fno_rel_l2']:.3e}"),
                             ("parameters", r["attnphys_n_parameters"], r["fno_n_parameters"]),
-                            ("training step, s", f"{r['attnphys_step_s']:.4f}", f"{r['fno_step_s']:.4f}"),
+                            ("training step, s", fmt(r["attnphys_step_s"]), fmt(r["fno_step_s"])),
                             ("steps in the budget", r["attnphys_steps"], r["fno_steps"]),
                             ("inference, ms / sample", ms_a, f"{r['fno_ms_per_sample']:.3f}")]:
             log(f"  {label:<26} {a!s:>11} {b!s:>11}")
