@@ -54,11 +54,11 @@ void HeatDataOptions::validate() const {
   require(file_stride >= 1, "data.file_stride must be at least 1, got ", file_stride);
 }
 
-long HeatDataOptions::pairs_per_sample() const {
+long HeatDataOptions::pairs_per_sample(long steps) const {
   if (file.empty()) return long(horizons.size());
   require(file_nt >= 2, "data.file '", file, "' has not been inspected (call resolve_heat_data)");
   long p = 0;
-  for (double m : horizons) p += std::max(0L, file_nt - file_stride * std::lround(m));
+  for (double m : horizons) p += std::max(0L, file_nt - steps * file_stride * std::lround(m));
   return p;
 }
 
@@ -126,7 +126,31 @@ void advance_reference(const HeatDataOptions& o, const View2<double>& fields, lo
   stepper.advance(u, 0.0, t1, o.horizon() / double(substeps));
 }
 
-HeatPairs generate_heat_pairs(const HeatDataOptions& o, long first, long count, long np) {
+namespace {
+// later[r, j − 2, :] = the field of row r after j of its horizons, j = 2..steps: the targets advanced again by each
+// row's horizon with the reference solver (rows of one horizon at a time).
+void generate_later(const HeatDataOptions& o, HeatPairs& p, long np, long steps) {
+  const long K1 = steps - 1, P = p.points, R = p.count, H = long(o.horizons.size());
+  p.later = View3<double>("attnphys::later_targets", R, K1, P);
+  for (long j = 0; j < H; ++j) {
+    const long rows = R / H;  // rows s·H + j
+    View2<double> cur("attnphys::trajectory", rows, P);
+    const auto tg = p.targets;
+    const auto later = p.later;
+    Kokkos::parallel_for(
+        "attnphys::trajectory_start", Kokkos::RangePolicy<ExecSpace>(0, rows * P),
+        KOKKOS_LAMBDA(long i) { cur(i / P, i % P) = tg((i / P) * H + j, i % P); });
+    for (long k = 0; k < K1; ++k) {
+      advance_reference(o, cur, np, o.horizons[std::size_t(j)], o.reference_substeps);
+      Kokkos::parallel_for(
+          "attnphys::trajectory_store", Kokkos::RangePolicy<ExecSpace>(0, rows * P),
+          KOKKOS_LAMBDA(long i) { later((i / P) * H + j, k, i % P) = cur(i / P, i % P); });
+    }
+  }
+}
+}  // namespace
+
+static HeatPairs generate_one_step(const HeatDataOptions& o, long first, long count, long np) {
   HeatPairs p;
   const long H = long(o.horizons.size());
   p.count = count * H;
@@ -168,12 +192,19 @@ HeatPairs generate_heat_pairs(const HeatDataOptions& o, long first, long count, 
   return p;
 }
 
-HeatPairs make_heat_pairs(const HeatDataOptions& o, long first, long count, long np) {
-  if (o.file.empty()) return generate_heat_pairs(o, first, count, np);
+HeatPairs generate_heat_pairs(const HeatDataOptions& o, long first, long count, long np, long steps) {
+  require(steps >= 1, "generate_heat_pairs: steps must be at least 1, got ", steps);
+  HeatPairs p = generate_one_step(o, first, count, np);
+  if (steps > 1) generate_later(o, p, np, steps);
+  return p;
+}
+
+HeatPairs make_heat_pairs(const HeatDataOptions& o, long first, long count, long np, long steps) {
+  if (o.file.empty()) return generate_heat_pairs(o, first, count, np, steps);
   require(np == o.n, "data.file '", o.file, "' holds fields on its own ", o.grid_nx(),
           o.dim > 1 ? "x" + std::to_string(o.grid_ny()) : std::string(), " grid; pairs on a ", np,
           "-point grid are generated (generate_heat_pairs)");
-  return read_heat_pairs(o, first, count);
+  return read_heat_pairs(o, first, count, steps);
 }
 
 }  // namespace attnphys::training

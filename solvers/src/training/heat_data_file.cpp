@@ -401,9 +401,23 @@ void check_finite(const std::vector<double>& buf, long rows, long per_sample, lo
 }
 }  // namespace
 
-HeatPairs read_heat_pairs(const HeatDataOptions& o, long first, long count) {
+HeatPairs read_heat_pairs(const HeatDataOptions& o, long first, long count, long steps) {
   require(!o.file.empty() && o.file_nt >= 2 && o.info, "read_heat_pairs: data.file is not set or not resolved");
+  require(steps >= 1, "read_heat_pairs: steps must be at least 1, got ", steps);
   const HeatFileInfo& f = *o.info;
+  if (steps > 1) {
+    long max_offset = 0;
+    for (double m : o.horizons) max_offset = std::max(max_offset, o.file_stride * std::lround(m));
+    require(steps * max_offset <= f.nt - 1, "train.unroll = ", steps, " needs trajectories of ", steps,
+            " horizons: data.file '", o.file, "' holds ", f.nt, " snapshots per sample, and data.file_stride = ",
+            o.file_stride, " with horizons up to ", max_offset / o.file_stride, " needs at least ",
+            steps * max_offset + 1, "; lower train.unroll to at most ", (f.nt - 1) / max_offset,
+            " or write the dataset with more snapshots (dataset.nt)");
+    for (const auto& c : f.channels)
+      require(!c.time_dependent, "train.unroll = ", steps, " holds the extra input channels fixed along each ",
+              "trajectory, but data.channels '", c.spec.text(), "' of data.file '", o.file, "' changes in time: ",
+              "use train.unroll = 1 with time-dependent channels");
+  }
   h5::Reader r(o.file, h5::AnyFile{});
   if (f.attnphys) r.require_kind("heat_dataset", 1);
   require(r.is_numeric_dataset(f.field.spec.name) && r.shape(f.field.spec.name) == f.field.shape, "data.file '",
@@ -413,7 +427,7 @@ HeatPairs read_heat_pairs(const HeatDataOptions& o, long first, long count) {
             "' changed since it was inspected");
   require(first >= 0 && count >= 0 && first + count <= f.samples, "samples [", first, ", ", first + count,
           ") outside data.file '", o.file, "' (", f.samples, " samples)");
-  const long nx = f.nx, ny = o.dim == 1 ? 1 : f.ny, nt = f.nt, P = nx * ny, per = o.pairs_per_sample();
+  const long nx = f.nx, ny = o.dim == 1 ? 1 : f.ny, nt = f.nt, P = nx * ny, per = o.pairs_per_sample(steps);
   const long C = long(f.channels.size());
   HeatPairs p;
   p.count = count * per;
@@ -426,6 +440,8 @@ HeatPairs read_heat_pairs(const HeatDataOptions& o, long first, long count) {
   p.targets = View2<double>("attnphys::file_targets", p.count, P);
   p.tau = View1<double>("attnphys::pair_horizon", p.count);
   p.extra = View3<double>("attnphys::file_channels", p.count, P, C);
+  if (steps > 1) p.later = View3<double>("attnphys::file_later_targets", p.count, steps - 1, P);
+  auto hlater = Kokkos::create_mirror_view(p.later);
   auto hin = Kokkos::create_mirror_view(p.inputs), htg = Kokkos::create_mirror_view(p.targets);
   auto htau = Kokkos::create_mirror_view(p.tau);
   auto hex = Kokkos::create_mirror_view(p.extra);
@@ -461,11 +477,12 @@ HeatPairs read_heat_pairs(const HeatDataOptions& o, long first, long count) {
     for (long sl = 0; sl < c; ++sl)
       for (double m : o.horizons) {
         const long off = o.file_stride * std::lround(m);
-        for (long k = 0; k + off < nt; ++k, ++row) {
+        for (long k = 0; k + steps * off < nt; ++k, ++row) {
           for (long q = 0; q < P; ++q) {
             hin(row, q) = at(sl, k, q);
             htg(row, q) = at(sl, k + off, q);
             for (long j = 0; j < C; ++j) hex(row, q, j) = channel_at(j, sl, k, q);
+            for (long j = 2; j <= steps; ++j) hlater(row, j - 2, q) = at(sl, k + j * off, q);
           }
           htau(row) = m;
         }
@@ -476,6 +493,7 @@ HeatPairs read_heat_pairs(const HeatDataOptions& o, long first, long count) {
   Kokkos::deep_copy(p.targets, htg);
   Kokkos::deep_copy(p.tau, htau);
   Kokkos::deep_copy(p.extra, hex);
+  if (steps > 1) Kokkos::deep_copy(p.later, hlater);
   return p;
 }
 

@@ -10,6 +10,7 @@
 #include "attnphys/physics/heat/heat_problem.hpp"
 #include "attnphys/solvers/training/normalizer.hpp"
 #include "heat_loss.hpp"
+#include "heat_unroll.hpp"
 
 namespace attnphys::training {
 
@@ -84,6 +85,28 @@ View1<T> to_float(const View1<double>& v) {
       "attnphys::horizon_to_float", Kokkos::RangePolicy<ExecSpace>(0, v.extent(0)),
       KOKKOS_LAMBDA(long i) { out(i) = T(v(i)); });
   return out;
+}
+
+// Normalised float copy of trajectories [rows, K − 1, points].
+View3<T> later_normalised(const View3<double>& f, double mu, double sigma) {
+  const long rows = f.extent(0), K1 = f.extent(1), P = f.extent(2);
+  View3<T> out(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::later_normalised")), rows, K1,
+               P);
+  const double inv = 1.0 / sigma;
+  Kokkos::parallel_for(
+      "attnphys::later_normalised", Kokkos::RangePolicy<ExecSpace>(0, rows * K1 * P), KOKKOS_LAMBDA(long i) {
+        const long q = i % P, k = (i / P) % K1, r = i / (P * K1);
+        out(r, k, q) = T((f(r, k, q) - mu) * inv);
+      });
+  return out;
+}
+
+// dst [count·points] = step k of rows idx of src [rows, K − 1, points].
+void gather_later(const View1<T>& dst, const View3<T>& src, long k, const View1<long>& idx, long points) {
+  const long count = idx.extent(0);
+  Kokkos::parallel_for(
+      "attnphys::gather_batch_later", Kokkos::RangePolicy<ExecSpace>(0, count * points),
+      KOKKOS_LAMBDA(long i) { dst(i) = src(idx(i / points), k, i % points); });
 }
 
 void gather1(const View1<T>& dst, const View1<T>& src, const View1<long>& idx) {
@@ -219,7 +242,13 @@ FitResult fit_heat_surrogate(const HeatSurrogate<T>& model, ParameterBuffer<T>& 
   require(n_val_rows == 0 || (val.channels() == C && val.dim == train.dim), "heat surrogate training: the ",
           "validation pairs carry ", val.channels(), " extra channel(s) in ", val.dim, "D, the training pairs ", C,
           " in ", train.dim, "D");
+  const long K = Tr.unroll;
+  const UnrollGrad unroll_grad = parse_unroll_grad(Tr.unroll_grad);
+  require(K >= 1 && train.steps() >= K, "heat surrogate training: train.unroll = ", K, " needs trajectories of ", K,
+          " horizons per training sample, the training pairs hold ", train.steps(), " target(s) per sample (make ",
+          "them with make_heat_pairs(..., steps = train.unroll))");
   const double mu = norm.mean, sigma = norm.std;
+  const View3<T> tr_later = K > 1 ? later_normalised(train.later, mu, sigma) : View3<T>();
   const View3<T> tr_ex = channels_normalised(train.extra, norm.channel_mean, norm.channel_std);
   const View3<T> va_ex = n_val_rows > 0 ? channels_normalised(val.extra, norm.channel_mean, norm.channel_std) : View3<T>();
   View2<T> tr_in = to_normalised(train.inputs, mu, sigma), tr_tg = to_normalised(train.targets, mu, sigma);
@@ -240,13 +269,15 @@ FitResult fit_heat_surrogate(const HeatSurrogate<T>& model, ParameterBuffer<T>& 
   // shards, sizes differing by at most one; a rank may get none when B < ranks).
   const long B = Tr.batch, R = comm.size();
   const long b0 = B * comm.rank() / R, b1 = B * (comm.rank() + 1) / R, Bl = b1 - b0, Bm = std::max(Bl, 1L);
-  View1<T> xb("attnphys::batch_in", Bm * P), yb("attnphys::batch_target", Bm * P),
-      pred("attnphys::batch_pred", Bm * P), dpred("attnphys::batch_dpred", Bm * P);
+  View1<T> xb("attnphys::batch_in", Bm * P), yb("attnphys::batch_target", Bm * P);
   View1<T> tb("attnphys::batch_horizon", Bm);
   View2<T> eb("attnphys::batch_channels", Bm * P, C);
   View1<long> idx("attnphys::batch_index", Bm);
   auto idx_h = Kokkos::create_mirror_view(idx);
-  SurrogateCache<T> cache;
+  SurrogateCache<T> cache;  // validation
+  Unroller<T> unroller;     // training: K caches (unroll_grad = full), one otherwise
+  std::vector<View1<T>> yl;  // targets of steps 2..K of this rank's shard
+  for (long k = 1; k < K; ++k) yl.emplace_back("attnphys::batch_target_later", Bm * P);
 
   // Mean relative L2 over the validation set; each rank takes a contiguous share, and rank 0's total is the
   // value every rank acts on (early stopping, best parameters).
@@ -286,16 +317,31 @@ FitResult fit_heat_surrogate(const HeatSurrogate<T>& model, ParameterBuffer<T>& 
       for (long k = 0; k < Bl; ++k) idx_h(k) = ids[b0 + k];
       Kokkos::deep_copy(idx, idx_h);
       auto xs = Kokkos::subview(xb, std::make_pair(0L, Bl * P)), ys = Kokkos::subview(yb, std::make_pair(0L, Bl * P));
-      auto ps = Kokkos::subview(pred, std::make_pair(0L, Bl * P));
-      auto ds = Kokkos::subview(dpred, std::make_pair(0L, Bl * P));
       gather(xs, tr_in, Kokkos::subview(idx, std::make_pair(0L, Bl)), P);
       gather(ys, tr_tg, Kokkos::subview(idx, std::make_pair(0L, Bl)), P);
       auto ts = Kokkos::subview(tb, std::make_pair(0L, Bl));
       gather1(ts, tr_tau, Kokkos::subview(idx, std::make_pair(0L, Bl)));
       gather_channels(eb, tr_ex, Kokkos::subview(idx, std::make_pair(0L, Bl)), Bl);
       const ConstMat<T> es = C > 0 ? ConstMat<T>(eb.data(), Bl * P, C) : ConstMat<T>();
-      model.forward(ps, cache, xs, es, coords, Bl, P, buf, ts);
-      loss = relative_loss<T>(ds, ps, ys, Bl, P, train.nx, train.ny, train.dim, mu, sigma, Tr.h1_weight, B);
+      // The curriculum: one-step training before train.unroll_warmup_steps.
+      const long Ks = step < Tr.unroll_warmup_steps ? 1 : K;
+      UnrollBatch<T> ub;
+      ub.input = xs;
+      ub.targets.push_back(ys);
+      for (long k = 1; k < Ks; ++k) {
+        auto yk = Kokkos::subview(yl[std::size_t(k - 1)], std::make_pair(0L, Bl * P));
+        gather_later(yk, tr_later, k - 1, Kokkos::subview(idx, std::make_pair(0L, Bl)), P);
+        ub.targets.push_back(yk);
+      }
+      ub.extra = es;
+      ub.coords = coords;
+      ub.tau = ts;
+      ub.batch = Bl;
+      ub.points = P;
+      ub.nx = train.nx;
+      ub.ny = train.ny;
+      ub.dim = train.dim;
+      loss = unroller.forward(model, buf, ub, unroll_grad, mu, sigma, Tr.h1_weight, B);
     }
     if (R > 1) {
       double l[2] = {std::isfinite(loss) ? loss : 0.0, std::isfinite(loss) ? 0.0 : 1.0};
@@ -306,7 +352,7 @@ FitResult fit_heat_surrogate(const HeatSurrogate<T>& model, ParameterBuffer<T>& 
     if (!std::isfinite(loss))
       fail("training diverged at step ", step, ": the loss is ", loss, ". ",
            hooks.diverged_hint ? hooks.diverged_hint() : std::string("Lower optimizer.lr or set optimizer.clip_norm."));
-    if (Bl > 0) model.backward(cache, Kokkos::subview(dpred, std::make_pair(0L, Bl * P)), buf);
+    if (Bl > 0) unroller.backward(model, buf);
     allreduce_slot(comm, buf, Slot::Grads);
     gnorm = clip_grad_norm(buf, Tr.optimizer.clip_norm);
     const double lr = scheduled_lr(Tr.schedule, Tr.optimizer.lr, step);

@@ -242,6 +242,61 @@ void stencil_features(const Mat<T>& f, long col0, const ops::ConstVec<T>& u, con
       });
 }
 
+// The stencil neighbours (m, p) of grid point n along axis a: wrapped on a periodic axis, the point itself at the
+// edge of the others (as stencil_features reads them).
+KOKKOS_INLINE_FUNCTION void stencil_neighbours(const SurrogateGrid& g, long n, int a, long& m, long& p) {
+  const long i = n % g.nx, j = n / g.nx;
+  if (a == 0) {
+    m = i > 0 ? n - 1 : (g.px ? n + g.nx - 1 : n);
+    p = i + 1 < g.nx ? n + 1 : (g.px ? n - g.nx + 1 : n);
+  } else {
+    m = j > 0 ? n - g.nx : (g.py ? n + (g.ny - 1) * g.nx : n);
+    p = j + 1 < g.ny ? n + g.nx : (g.py ? n - (g.ny - 1) * g.nx : n);
+  }
+}
+
+// du += the adjoint of the stencil columns of û (field 0): with f1(t) = ℓ(u_p(t) − u_m(t))/(2h) and
+// f2(t) = ℓ²(u_p(t) − 2u_t + u_m(t))/h², du_n += Σ_t g1(t) ∂f1(t)/∂u_n + g2(t) ∂f2(t)/∂u_n. Gathered per n over the
+// tokens whose stencil touches n (n itself and its two neighbours), so no two threads write one value.
+template <class T>
+void stencil_input_gradient(const ops::Vec<T>& du, const ConstMat<T>& df, long col0, long len, int dim,
+                            const SurrogateGrid& g, double lx, double ly) {
+  const SurrogateGrid grid = g;
+  const double sx = lx / 64.0, sy = ly / 64.0;
+  Kokkos::parallel_for(
+      "attnphys::surrogate_stencil_backward", Kokkos::RangePolicy<ExecSpace>(0, long(du.extent(0))),
+      KOKKOS_LAMBDA(long t) {
+        const long b = t / len, n = t - b * len;
+        double acc = 0;
+        for (int a = 0; a < dim; ++a) {
+          const double h = a == 0 ? grid.hx : grid.hy, l = a == 0 ? sx : sy;
+          const double c1 = l / (2 * h), c2 = l * l / (h * h);
+          const long col = col0 + 2 * a;
+          long mn, pn;
+          stencil_neighbours(grid, n, a, mn, pn);
+          const long cand[3] = {n, mn, pn};
+          for (int k = 0; k < 3; ++k) {
+            const long q = cand[k];
+            if ((k == 1 && q == n) || (k == 2 && (q == n || q == mn))) continue;  // each token once
+            long mq, pq;
+            stencil_neighbours(grid, q, a, mq, pq);
+            const double w1 = double(pq == n) - double(mq == n);
+            const double w2 = double(pq == n) - 2.0 * double(q == n) + double(mq == n);
+            acc += c1 * w1 * double(df(b * len + q, col)) + c2 * w2 * double(df(b * len + q, col + 1));
+          }
+        }
+        du(t) += T(acc);
+      });
+}
+
+// du = dout + ∂(features)/∂û: the residual and the û feature column.
+template <class T>
+void feature_input_gradient(const ops::Vec<T>& du, const ops::ConstVec<T>& dout, const ConstMat<T>& df) {
+  Kokkos::parallel_for(
+      "attnphys::surrogate_input_gradient", Kokkos::RangePolicy<ExecSpace>(0, long(du.extent(0))),
+      KOKKOS_LAMBDA(long t) { du(t) = dout(t) + df(t, 0); });
+}
+
 template <class T>
 void add_increment(const ops::Vec<T>& out, const ops::ConstVec<T>& u, const ConstMat<T>& r) {
   Kokkos::parallel_for(
@@ -304,20 +359,34 @@ void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, con
 
 template <class T>
 void HeatSurrogate<T>::backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout,
-                                const ParameterBuffer<T>& params) const {
+                                const ParameterBuffer<T>& params, const ops::Vec<T>& du) const {
   ScopedRegion region("attnphys::heat_surrogate_backward");
+  const bool want_du = du.extent(0) > 0;
+  require(!want_du || long(du.extent(0)) == c.batch * c.len, "heat surrogate backward: input gradient of ",
+          du.extent(0), " values, expected ", c.batch * c.len);
   if (opt_.kind == "kernel") {
-    kernel_backward(c, dout, params);
+    kernel_backward(c, dout, params, du);
     return;
   }
-  const long tokens = c.batch * c.len, d = opt_.encoder.d_model;
+  const long tokens = c.batch * c.len, d = opt_.encoder.d_model, nf = opt_.encoder.d_in;
   require(long(dout.extent(0)) == tokens, "heat surrogate backward: gradient has ", dout.extent(0),
           " values, expected ", tokens);
   detail_surrogate::grow(c.dhidden, tokens, d, "attnphys::surrogate_dhidden");
   ConstMat<T> dr(dout.data(), tokens, 1);
   ops::linear_backward<T>(c.dhidden, params.view2(head_ + "weight", Slot::Grads),
                           params.view1(head_ + "bias", Slot::Grads), dr, c.hidden, params.view2(head_ + "weight"));
-  enc_.backward(Mat<T>(), c.enc, c.dhidden, params);
+  if (!want_du) {
+    enc_.backward(Mat<T>(), c.enc, c.dhidden, params);
+    return;
+  }
+  detail_surrogate::grow(c.dfeatures, tokens, nf, "attnphys::surrogate_dfeatures");
+  enc_.backward(Mat<T>(c.dfeatures.data(), tokens, nf), c.enc, c.dhidden, params);
+  feature_input_gradient<T>(du, dout, c.dfeatures);
+  if (opt_.stencil) {
+    const long C = opt_.extra_inputs();
+    stencil_input_gradient<T>(du, c.dfeatures, nf - (1 + C) * 2 * dim_, c.len, dim_, c.grid, lengths_[0],
+                              dim_ > 1 ? lengths_[1] : 1.0);
+  }
 }
 
 template <class T>
@@ -563,7 +632,7 @@ void field_gradient(const ops::Vec<T>& g_prev, const ops::ConstVec<T>& g, const 
 
 template <class T>
 void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout,
-                                       const ParameterBuffer<T>& params) const {
+                                       const ParameterBuffer<T>& params, const ops::Vec<T>& du) const {
   using namespace detail_surrogate;
   const long H = opt_.kernel_heads, dk = opt_.kernel_dk, L = opt_.kernel_layers, len = c.len, batch = c.batch;
   const long tokens = batch * len;
@@ -598,11 +667,15 @@ void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec
                             c.dqc, c.phi, params.view2(pre + "wq"));
     ops::linear_backward<T>(Mat<T>(), params.view2(pre + "wk", Slot::Grads), params.view1(pre + "bk", Slot::Grads),
                             c.dkc, c.phi, params.view2(pre + "wk"));
-    if (l > 0) {  // the field entering layer l came out of layer l-1
+    if (l > 0 || du.extent(0) > 0) {  // the field entering layer l came out of layer l-1 (or is the input)
       View3<T> pt_do("attnphys::kernel_ptdo", H, len, batch);
       batched_gemm('T', 'N', T(1), c.p[l], c.dout3, T(0), pt_do);
-      field_gradient<T>(g_prev, g, pt_do, mix(params, l, c, Slot::Params), len);
-      std::swap(g, g_prev);
+      if (l > 0) {
+        field_gradient<T>(g_prev, g, pt_do, mix(params, l, c, Slot::Params), len);
+        std::swap(g, g_prev);
+      } else {
+        field_gradient<T>(du, g, pt_do, mix(params, l, c, Slot::Params), len);
+      }
     }
   }
 }

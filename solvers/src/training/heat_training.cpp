@@ -42,6 +42,17 @@ void TrainOptions::declare(OptionSet& set) {
   set.add("train.patience", &patience, "validations without improvement before stopping (0: off)",
           Range::non_negative());
   set.add("train.h1_weight", &h1_weight, "weight of the relative H1 term in the loss", Range::non_negative());
+  set.add("train.unroll", &unroll,
+          "applications of the model per training sample (K > 1: trajectories of K horizons, the model fed its own "
+          "prediction; 1: one-step training)",
+          Range::at_least(1));
+  set.add("train.unroll_grad", &unroll_grad,
+          "unrolled training: full (mean loss over the K steps, gradient through all of them) or last (pushforward: "
+          "loss and gradient of the last step only, its input held constant)",
+          {"full", "last"});
+  set.add("train.unroll_warmup_steps", &unroll_warmup_steps,
+          "optimizer steps of one-step training before unrolled training starts (0: unrolled from the start)",
+          Range::non_negative());
   set.add("train.seed", &seed, "seed of the model initialisation and the batch order");
   set.add("train.out_dir", &out_dir, "run directory (checkpoint, metrics.csv, eval.h5, summary.json)");
   set.add("train.resume", &resume, "checkpoint to resume from (empty: start afresh)");
@@ -50,8 +61,17 @@ void TrainOptions::declare(OptionSet& set) {
   schedule.declare(set, "schedule");
 }
 
+UnrollGrad parse_unroll_grad(const std::string& text) {
+  if (text == "full") return UnrollGrad::Full;
+  if (text == "last") return UnrollGrad::Last;
+  fail("train.unroll_grad = '", text, "' is not one of full, last");
+}
+
 void TrainOptions::validate() const {
   require(steps >= 1 && batch >= 1, "train.steps and train.batch must be positive");
+  require(unroll >= 1, "train.unroll must be at least 1 (1: one-step training), got ", unroll);
+  require(unroll_warmup_steps >= 0, "train.unroll_warmup_steps must be non-negative, got ", unroll_warmup_steps);
+  parse_unroll_grad(unroll_grad);
   require(!out_dir.empty(), "train.out_dir must name a directory");
   optimizer.validate();
   schedule.validate();
@@ -127,7 +147,7 @@ HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_to
   const std::string ckpt_path = (fs::path(Tr.out_dir) / "checkpoint.h5").string();
 
   // Data: sample i is the same field on every run of this seed; contiguous index ranges split it.
-  HeatPairs train = make_heat_pairs(D, 0, D.n_train, D.n);
+  HeatPairs train = make_heat_pairs(D, 0, D.n_train, D.n, Tr.unroll);  // trajectories of train.unroll horizons
   HeatPairs val = make_heat_pairs(D, D.n_train, D.n_val, D.n);
   // The field and each extra channel with its own statistics over the training pairs.
   const HeatNormalisation norm = normalisation_of(train);

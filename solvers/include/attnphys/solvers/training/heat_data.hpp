@@ -69,7 +69,9 @@ struct HeatDataOptions {
   double horizon() const;       // Δt
   long points() const { return grid_nx() * grid_ny(); }
   heat::HeatProblem problem(long n_points) const;  // the problem on an n_points-per-axis grid
-  long pairs_per_sample() const;  // rows of HeatPairs per sample (after resolve_heat_data for a file)
+  // Rows of HeatPairs per sample (after resolve_heat_data for a file); with steps > 1 (unrolled training) the rows
+  // whose trajectory of `steps` horizons lies in the file.
+  long pairs_per_sample(long steps = 1) const;
 
   // Not keys: set by resolve_heat_data.
   long file_nt = 0;             // snapshots per sample in data.file
@@ -132,6 +134,9 @@ HeatDataOptions resolve_heat_file(const HeatDataOptions& options);
 // A set of pairs on the device: inputs and targets [count, points] (row-major fields, x fastest), coordinates
 // [points, dim] of the grid points (physical units); tau [count]: each pair's horizon in base horizons; extra
 // [count, points, C]: the extra input channels (data.channels) of each pair's input, raw (empty when C = 0).
+// Trajectories for unrolled training (train.unroll = K > 1): later [count, K − 1, points] holds row r's field
+// after 2, ..., K of its horizons (targets is the one after 1); empty for one-step pairs. The extra channels are
+// those of the input, held fixed along the trajectory.
 struct HeatPairs {
   long count = 0, points = 0, n = 0;  // n: points along x
   long nx = 0, ny = 1;
@@ -140,18 +145,24 @@ struct HeatPairs {
   View2<double> coords;
   View1<double> tau;
   View3<double> extra;
+  View3<double> later;
   long channels() const { return long(extra.extent(2)); }
+  long steps() const { return 1 + long(later.extent(1)); }  // targets per row (K)
 };
 
 // The pairs of samples [first, first + count) on an n-per-axis grid: from data.file when it is set (options
 // resolved by resolve_heat_data; n_points must then be options.n), else generated (generate_heat_pairs).
-// count·pairs_per_sample() rows.
-HeatPairs make_heat_pairs(const HeatDataOptions& options, long first, long count, long n_points);
+// count·pairs_per_sample(steps) rows. steps = K > 1: trajectories of K horizons (HeatPairs::later).
+HeatPairs make_heat_pairs(const HeatDataOptions& options, long first, long count, long n_points, long steps = 1);
 // Generated pairs whatever data.file says (n = options.n for training; other values for resolution transfer: the
-// same physical fields, sampled on the finer grid), one per sample and entry of data.horizons.
-HeatPairs generate_heat_pairs(const HeatDataOptions& options, long first, long count, long n_points);
-// Pairs read from data.file (options resolved by resolve_heat_data), in slabs of samples.
-HeatPairs read_heat_pairs(const HeatDataOptions& options, long first, long count);
+// same physical fields, sampled on the finer grid), one per sample and entry of data.horizons; steps > 1: the
+// reference solver advances each target steps − 1 more times by the row's horizon for HeatPairs::later (the
+// first `steps = 1` rows are bit for bit those of steps = 1).
+HeatPairs generate_heat_pairs(const HeatDataOptions& options, long first, long count, long n_points, long steps = 1);
+// Pairs read from data.file (options resolved by resolve_heat_data), in slabs of samples. steps = K > 1: every start
+// snapshot k with its K targets k + j·file_stride·τ (j = 1..K) in the file, time-dependent channels refused (they
+// would be held fixed along the trajectory); the file must hold K·file_stride·max(horizons) + 1 snapshots.
+HeatPairs read_heat_pairs(const HeatDataOptions& options, long first, long count, long steps = 1);
 
 // Random initial fields of samples [first, first + count) on an n-per-axis grid: [count, points].
 View2<double> make_initial_fields(const HeatDataOptions& options, long first, long count, long n_points);

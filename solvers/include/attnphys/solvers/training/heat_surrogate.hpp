@@ -80,6 +80,7 @@ struct SurrogateCache {
   View2<T> hidden;    // [B*N, d]
   View2<T> readout;   // [B*N, 1]
   View2<T> dhidden;   // [B*N, d]
+  View2<T> dfeatures; // [B*N, F]: gradient of the token features (backward with an input gradient)
   ops::EncoderCache<T> enc;
   // kernel kind, per layer l: coordinate features phi [N, F], q/k [N, H*dk] and per head [H, N, dk],
   // probabilities p [H, N, N], the layer's input field as columns u [N, B], head outputs o [H, N, B].
@@ -111,8 +112,12 @@ class HeatSurrogate {
   void forward(const ops::Vec<T>& out, SurrogateCache<T>& cache, const ops::ConstVec<T>& u, const ConstMat<T>& extra,
                const ConstMat<T>& coords, long batch, long len, const ParameterBuffer<T>& params,
                const ops::ConstVec<T>& tau = {}) const;
-  // Parameter gradients += from dout [B*N].
-  void backward(SurrogateCache<T>& cache, const ops::ConstVec<T>& dout, const ParameterBuffer<T>& params) const;
+  // Parameter gradients += from dout [B*N]. With du non-empty [B*N]: du = the gradient of the same objective with
+  // respect to the normalised input field u of the last forward (through the residual, the u feature and, with
+  // model.stencil, its differences; the extra channels, horizons and coordinates are held fixed) — what unrolled
+  // training (train.unroll) propagates from one application of the model into the one before.
+  void backward(SurrogateCache<T>& cache, const ops::ConstVec<T>& dout, const ParameterBuffer<T>& params,
+                const ops::Vec<T>& du = {}) const;
   // Attention weights (mean over heads) of query `query` in `layer`, for `sample` of the last forward.
   std::vector<double> attention_map(const SurrogateCache<T>& cache, const ParameterBuffer<T>& params, long layer,
                                     long sample, long query) const;
@@ -130,7 +135,8 @@ class HeatSurrogate {
   std::string lp(long l) const { return "kernel." + std::to_string(l) + "."; }
   void kernel_forward(const ops::Vec<T>& out, SurrogateCache<T>& c, const ops::ConstVec<T>& u,
                       const ConstMat<T>& coords, long batch, long len, const ParameterBuffer<T>& params) const;
-  void kernel_backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout, const ParameterBuffer<T>& params) const;
+  void kernel_backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout, const ParameterBuffer<T>& params,
+                       const ops::Vec<T>& du) const;
   std::string head_ = "head.";
 };
 

@@ -37,6 +37,14 @@
 
 namespace attnphys::training {
 
+// Where the gradient of unrolled training flows (train.unroll_grad).
+enum class UnrollGrad {
+  Full,  // through every application: the loss is the mean over the K steps, back-propagated through the chain
+  Last,  // pushforward: the first K − 1 applications run without gradient, only the last is trained (on the
+         // drifted input its predecessors produced), and the loss is that last step's
+};
+UnrollGrad parse_unroll_grad(const std::string& text);
+
 struct TrainOptions {
   long steps = 3000;  // ~2 minutes on 2 cores; 1500 steps left the 10-step rollout at 5.3e-2
   long batch = 16;
@@ -46,6 +54,15 @@ struct TrainOptions {
   double max_seconds = 0;     // wall-clock budget of the training loop (0: none); the run then validates and stops
                               // (the schedule still runs over train.steps: set both for a budgeted run)
   double h1_weight = 0.0;     // weight of the relative H1 (gradient) term in the loss
+  // Multi-step training. unroll = K: each sample is a trajectory (u_0, u_1, ..., u_K) one (sample) horizon apart;
+  // the model is applied K times to its own output (extra channels and horizon held fixed) and, with
+  // unroll_grad = full, the loss is the unweighted mean over the K steps of the relative L2 (+ H1) against u_j,
+  // back-propagated through all K applications (memory: K one-step caches); with last (pushforward), only the
+  // last step's loss, its gradient stopped at its input. unroll_warmup_steps: plain one-step training before
+  // that step (a curriculum). Validation stays one-step. K = 1: one-step training, bit for bit the same.
+  long unroll = 1;
+  std::string unroll_grad = "full";  // full | last
+  long unroll_warmup_steps = 0;
   long seed = 0;              // model initialisation and batch order
   std::string out_dir = "runs/heat2d";
   std::string resume;         // checkpoint to continue from
