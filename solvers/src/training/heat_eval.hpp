@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "attnphys/solvers/training/heat_file_solver.hpp"
 #include "attnphys/solvers/training/heat_training.hpp"
 
 namespace attnphys::training {
@@ -45,6 +46,11 @@ class HeatEvaluator {
   Comm comm_ = Comm::world();
   std::vector<std::string> metric_columns_;
   std::vector<double> metric_rows_;
+  EqualAccuracy speed_;  // the step counts the speed comparison tried
+  // The speed comparison at equal accuracy on the test pairs (fsol: the file's per-sample problems; null: the
+  // configured problem), filling the speed fields and a note of res.
+  void run_speed(HeatRunResult& res, const HeatPairs& test, double pred_seconds, const HeatFileSolver* fsol,
+                 SurrogateCache<float>& cache);
 };
 
 // Mean relative L2 between two sets of fields [count, points].
