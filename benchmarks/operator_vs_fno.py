@@ -6,8 +6,9 @@ nt = 2, split by sample index: [0, n_train) train, then n_val validation, then n
   b  log-normal kappa(x) (contrast max/min = 10 per sample), zero Dirichlet sides, 2D 64^2, dt = 0.002
 Gaussian random initial fields (correlation length 0.1). The trivial predictor u(t + dt) = u(t) is reported too.
 
-Ours:  `attnphys train heat --set data.file=... --set model.kind=transformer [--set data.channels=kappa]` with the
-       settings in OURS_DEFAULTS below plus any `--ours-set key=value` (later ones win). A short probe run measures
+Ours:  `attnphys train heat --set data.file=... [--set data.channels=kappa]` with the family's settings in
+       OURS_DEFAULTS below (a: the coordinate-attention kernel model; b: the transformer with physics attention and
+       the kappa channel) plus any `--ours-set key=value` (later ones win). A short probe run measures
        the step time first, so that train.steps (and with it the cosine schedule) spans the budget; train.max_seconds
        = the budget caps the run. It validates 10 times and is evaluated with its best validated parameters.
 Peer:  neuraloperator's FNO (PyPI) with its defaults (hidden_channels 32, n_modes (12, 12), 4 layers; grid positional
@@ -42,10 +43,14 @@ import time
 FNO_VERSION = "2.0.0"  # neuraloperator; its FNO runs on Debian's torch 1.13 (checked when the venv is made)
 # Our operator for this benchmark (the CLI's defaults otherwise). --ours-set key=value adds to / overrides these;
 # --no-ours-defaults drops them.
-OURS_DEFAULTS = [
-    "model.attention=physics", "model.n_slices=32", "model.d_model=64", "model.n_heads=4", "model.n_layers=2",
-    "model.d_ff=128", "optimizer.lr=0.001",
-]
+# Per family: (a) constant κ is what the coordinate-attention `kernel` model is made for (the CLI's default model,
+# linear in the field, one learned N x N operator per head); (b) variable κ needs attention that depends on the
+# input: the transformer with the κ channel, physics attention.
+OURS_DEFAULTS = {
+    "a": ["model.kind=kernel"],
+    "b": ["model.kind=transformer", "model.attention=physics", "model.n_slices=32", "model.d_model=64",
+          "model.n_heads=4", "model.n_layers=2", "model.d_ff=128", "optimizer.lr=0.001"],
+}
 N_VALIDATIONS = 10
 
 
@@ -442,7 +447,7 @@ def main():
     log(f"peer: neuraloperator {peer_env['neuraloperator']} on torch {peer_env['torch']} ({peer_env['torch_from']}), "
         f"numpy {peer_env['numpy']}, venv {args.venv}" + (f" ({peer_env.get('venv_mb')} MB)"
                                                           if peer_env.get("venv_mb") else ""))
-    ours_set = ([] if args.no_ours_defaults else list(OURS_DEFAULTS)) + args.ours_set
+    ours_set_of = {k: ([] if args.no_ours_defaults else list(v)) + args.ours_set for k, v in OURS_DEFAULTS.items()}
     tag = "quick" if args.quick else "full"
     fams = families(args.quick, args.dt_a, args.dt_b)
     results = {}
@@ -456,7 +461,7 @@ def main():
         x, y, kappa = load_split(path, fam["split"], "test")
         trivial = rel_l2(x, y)
         log(f"  data written in {gen_s:.1f} s; trivial predictor u(t+dt) = u(t): relative L2 {trivial:.3e}")
-        ours = run_ours(exe, fam, path, os.path.join(args.work, f"run_{key}_{tag}"), budget, ours_set,
+        ours = run_ours(exe, fam, path, os.path.join(args.work, f"run_{key}_{tag}"), budget, ours_set_of[key],
                         probe_steps=8)
         log(f"  attnphys: {ours['test_rel_l2']:.3e} ({ours['n_parameters']} parameters, {ours['steps']} steps, "
             f"{fmt(ours['step_s'])} s/step, {ours['train_seconds']:.0f} s)")
@@ -483,7 +488,7 @@ def main():
             "attnphys_stopped_at_time_limit": ours.get("stopped_at_time_limit"),
             "attnphys_train_seconds": ours["train_seconds"], "fno_train_seconds": fno["train_seconds"],
             "attnphys_best_val_rel_l2": ours["best_val_rel_l2"], "fno_best_val_rel_l2": fno["best_val_rel_l2"],
-            "attnphys_set": ours_set, "attnphys_command": ours["command"], "fno_config": fno["config"],
+            "attnphys_set": ours_set_of[key], "attnphys_command": ours["command"], "fno_config": fno["config"],
             "notes": notes,
         }
 
