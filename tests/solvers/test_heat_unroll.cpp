@@ -477,3 +477,40 @@ TEST(HeatUnrollFit, WarmupStepsAreOneStepTrainingAndTheUnrolledStepsDiffer) {
     }
   }
 }
+
+TEST(HeatUnrollFit, ThreeStepTrainingDriftsLessOverTenStepsThanOneStepTraining) {
+  // The generic transformer, 1D periodic n = 32, the same seeds, data and optimizer steps: trained on 3-step
+  // rollouts (full gradient), its 10-step rollout error is well below that of the one-step model (here 7.9e-2 ->
+  // 4.2e-2; with 4 harmonics over 5 data/model seeds every unrolled run was better, by 1.06x to 3.4x). Its one-step
+  // error is higher (the K-step loss trades it for stability: here 1.6e-2 -> 3.1e-2). Not asserted for the kernel
+  // kind: its one-step model is already near exact on this problem (10-step error 6.7e-4), and 3-step training
+  // there gave 1.3e-3.
+  auto cfg = [&](long unroll) {
+    HeatRunConfig c = tiny_run(run_dir("drift_" + std::to_string(unroll)), 1500, "transformer");
+    c.data.n = 32;
+    c.data.n_train = 128;
+    c.data.n_val = 16;
+    c.data.n_test = 16;
+    c.train.eval_every = 50;
+    c.train.optimizer.lr = 1e-2;
+    c.train.schedule.warmup_steps = 150;
+    c.train.unroll = unroll;
+    c.eval.rollout_steps = 10;
+    c.eval.rollout_samples = 16;
+    return c;
+  };
+  HeatRunConfig c1 = cfg(1), c3 = cfg(3);
+  OptionSet s1, s3;
+  c1.declare(s1);
+  c3.declare(s3);
+  const HeatRunResult one = run_heat(c1, s1.to_toml(), Comm::self());
+  const HeatRunResult three = run_heat(c3, s3.to_toml(), Comm::self());
+  ASSERT_EQ(one.rollout.size(), 10u);
+  ASSERT_EQ(three.rollout.size(), 10u);
+  EXPECT_LT(one.test.rel_l2, 0.05);  // both learned the map
+  EXPECT_LT(three.test.rel_l2, 0.1);
+  EXPECT_LT(three.rollout[9], 0.75 * one.rollout[9])
+      << "10-step rollout: unrolled " << three.rollout[9] << ", one-step " << one.rollout[9];
+  std::printf("[ 10-step rollout %.3e (one-step training) vs %.3e (train.unroll = 3); one step %.3e vs %.3e ]\n",
+              one.rollout[9], three.rollout[9], one.test.rel_l2, three.test.rel_l2);
+}

@@ -109,6 +109,14 @@ void gather_later(const View1<T>& dst, const View3<T>& src, long k, const View1<
       KOKKOS_LAMBDA(long i) { dst(i) = src(idx(i / points), k, i % points); });
 }
 
+// dst [count·points] = step k of rows [r0, r0 + count) of src [rows, K − 1, points].
+void copy_later_rows(const View1<T>& dst, const View3<T>& src, long k, long r0, long count) {
+  const long points = src.extent(2);
+  Kokkos::parallel_for(
+      "attnphys::copy_later_rows", Kokkos::RangePolicy<ExecSpace>(0, count * points),
+      KOKKOS_LAMBDA(long i) { dst(i) = src(r0 + i / points, k, i % points); });
+}
+
 void gather1(const View1<T>& dst, const View1<T>& src, const View1<long>& idx) {
   Kokkos::parallel_for(
       "attnphys::gather_batch_horizon", Kokkos::RangePolicy<ExecSpace>(0, idx.extent(0)),
@@ -259,6 +267,9 @@ FitResult fit_heat_surrogate(const HeatSurrogate<T>& model, ParameterBuffer<T>& 
     va_tg = to_normalised(val.targets, mu, sigma);
     va_tau = to_float(val.tau);
   }
+  // Unrolled training validates the rollout it trains: the mean relative L2 over min(K, val.steps()) steps.
+  const long Kv = n_val_rows > 0 ? std::min(K, val.steps()) : 1;
+  const View3<T> va_later = Kv > 1 ? later_normalised(val.later, mu, sigma) : View3<T>();
   View1<T> tr_tau = to_float(train.tau);
   const View2<T> coords = coords_float(train.coords);
   const View2<T> va_coords = n_val_rows > 0 ? coords_float(val.coords) : View2<T>();
@@ -296,7 +307,19 @@ FitResult fit_heat_surrogate(const HeatSurrogate<T>& model, ParameterBuffer<T>& 
       Kokkos::deep_copy(tg, View1<T>(Kokkos::subview(va_tg, std::make_pair(s0, s0 + c), Kokkos::ALL).data(), c * VP));
       model.forward(pr, cache, in, channel_rows(va_ex, s0, c), va_coords, c, VP, buf,
                     Kokkos::subview(va_tau, std::make_pair(s0, s0 + c)));
-      sum += relative_loss<T>(dd, pr, tg, c, VP, val.nx, val.ny, val.dim, mu, sigma, 0.0) * c;
+      if (Kv == 1) {
+        sum += relative_loss<T>(dd, pr, tg, c, VP, val.nx, val.ny, val.dim, mu, sigma, 0.0) * c;
+        continue;
+      }
+      double steps_sum = relative_loss<T>(dd, pr, tg, c, VP, val.nx, val.ny, val.dim, mu, sigma, 0.0);
+      for (long k = 1; k < Kv; ++k) {  // the model fed its own prediction
+        Kokkos::deep_copy(in, pr);
+        copy_later_rows(tg, va_later, k - 1, s0, c);
+        model.forward(pr, cache, in, channel_rows(va_ex, s0, c), va_coords, c, VP, buf,
+                      Kokkos::subview(va_tau, std::make_pair(s0, s0 + c)));
+        steps_sum += relative_loss<T>(dd, pr, tg, c, VP, val.nx, val.ny, val.dim, mu, sigma, 0.0);
+      }
+      sum += steps_sum / double(Kv) * c;
     }
     sum = comm.allreduce_sum(sum);
     comm.broadcast(&sum, 1, 0);

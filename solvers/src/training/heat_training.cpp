@@ -148,7 +148,7 @@ HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_to
 
   // Data: sample i is the same field on every run of this seed; contiguous index ranges split it.
   HeatPairs train = make_heat_pairs(D, 0, D.n_train, D.n, Tr.unroll);  // trajectories of train.unroll horizons
-  HeatPairs val = make_heat_pairs(D, D.n_train, D.n_val, D.n);
+  HeatPairs val = make_heat_pairs(D, D.n_train, D.n_val, D.n, Tr.unroll);  // validated over the same K steps
   // The field and each extra channel with its own statistics over the training pairs.
   const HeatNormalisation norm = normalisation_of(train);
   const double mu = norm.mean, sigma = norm.std;

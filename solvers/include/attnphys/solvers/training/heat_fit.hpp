@@ -76,8 +76,9 @@ struct FitResult {
 // optimizer, the schedule, gradient clipping, the batch order and the data-parallel split over comm are those of
 // `attnphys train heat` (heat_training.hpp). The pairs are normalised with norm; their coordinates are the grid.
 // Multi-step training (options.unroll = K > 1, unroll_grad, unroll_warmup_steps; see TrainOptions) needs training
-// pairs with trajectories of at least K horizons (HeatPairs::later: make_heat_pairs(..., steps = K)); the
-// validation stays one-step. FitStep::loss is then the K-step loss (full) or the last step's (last).
+// pairs with trajectories of at least K horizons (HeatPairs::later: make_heat_pairs(..., steps = K)); validation
+// pairs with trajectories are validated over min(K, val.steps()) steps of rollout (mean relative L2 over the
+// steps), one-step pairs over one. FitStep::loss is then the K-step loss (full) or the last step's (last).
 FitResult fit_heat_surrogate(const HeatSurrogate<float>& model, ParameterBuffer<float>& buf, Optimizer& opt,
                              FitState& state, const HeatPairs& train, const HeatPairs& val,
                              const HeatNormalisation& norm, const TrainOptions& options, const FitHooks& hooks = {},

@@ -59,7 +59,10 @@ struct TrainOptions {
   // unroll_grad = full, the loss is the unweighted mean over the K steps of the relative L2 (+ H1) against u_j,
   // back-propagated through all K applications (memory: K one-step caches); with last (pushforward), only the
   // last step's loss, its gradient stopped at its input. unroll_warmup_steps: plain one-step training before
-  // that step (a curriculum). Validation stays one-step. K = 1: one-step training, bit for bit the same.
+  // that step (a curriculum). Validation (best parameters, early stopping) is then on the rollout it trains: the
+  // mean relative L2 over the K steps from the validation samples' starts (val_rel_l2 in metrics.csv), and the
+  // validation samples give fewer starts from a file (those with K targets). K = 1: one-step training, bit for bit
+  // the same.
   long unroll = 1;
   std::string unroll_grad = "full";  // full | last
   long unroll_warmup_steps = 0;
