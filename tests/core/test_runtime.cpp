@@ -31,6 +31,14 @@ TEST(RuntimeBlas, InfoNamesTheBlasItsCoreAndTheCpu) {
     EXPECT_EQ(i.blas_warning, blas_core_advice(i.blas_core, i.cpu_simd));
   }
   const std::string j = to_json(i);
-  for (const char* key : {"\"blas_core\"", "\"blas_threads\"", "\"cpu_model\"", "\"blas_warning\"", "\"openblas_coretype\""})
-    EXPECT_NE(j.find(key), std::string::npos) << key;
+  for (const char* key : {"\"blas\": {\"name\": ", "\"core\": ", "\"threads\": ", "\"openblas_coretype\": ",
+                          "\"cpu\": {\"model\": ", "\"warnings\": ["})
+    EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
+  // A faked generic core on an AVX-512 CPU puts its warning into the list.
+  RuntimeInfo fake = i;
+  fake.blas_core = "Prescott";
+  fake.cpu_simd = "avx512";
+  fake.blas_warning = blas_core_advice(fake.blas_core, fake.cpu_simd);
+  EXPECT_NE(to_json(fake).find("\"warnings\": [\"OpenBLAS chose its Prescott kernels"), std::string::npos);
+  if (i.blas_warning.empty()) EXPECT_NE(j.find("\"warnings\": []"), std::string::npos);
 }
