@@ -453,17 +453,30 @@ class Surrogate:
                         f"it with Surrogate(dt_input=True) and train on several tau to use other horizons")
         return t
 
-    def _pairs(self, where, inputs, targets, coords, channels, tau):
+    def _pairs(self, where, inputs, targets, coords, channels, tau, unroll=1):
         x, _ = self._fields(where, "inputs", inputs, False)
         S, grid = x.shape[0], x.shape[1:]
+        P = int(_np.prod(grid))
         y = None
         if targets is not None:
             y = _array(where, "targets", targets)
-            if y.shape != x.shape:
+            if y.ndim == x.ndim + 1 and y.shape[0] == S and y.shape[2:] == x.shape[1:] and y.shape[1] >= 1:
+                if y.shape[1] < unroll:
+                    raise Error(f"{where}: unroll={unroll} trains on trajectories of {unroll} steps but targets hold "
+                                f"{y.shape[1]} per sample (shape {_shape(y.shape)}): pass targets of shape "
+                                f"{_shape((S, unroll) + tuple(grid))} or lower unroll")
+                y = y.reshape(S, y.shape[1], P)  # trajectories: targets[:, j] is j + 1 horizons after the input
+            elif y.shape != x.shape:
                 raise Error(f"{where}: targets have shape {_shape(y.shape)} but inputs {_shape(x.shape)}: they must "
-                            f"match (one target per input, same grid)")
-        P = int(_np.prod(grid))
-        return {"inputs": x.reshape(S, P), "targets": None if y is None else y.reshape(S, P),
+                            f"match (one target per input, same grid), or be trajectories "
+                            f"{_shape((S, unroll) + tuple(grid))} (targets[:, j] the field j + 1 horizons on)")
+            elif unroll > 1:
+                raise Error(f"{where}: unroll={unroll} trains on trajectories: pass targets of shape "
+                            f"{_shape((S, unroll) + tuple(grid))} (targets[:, j] the field j + 1 horizons after "
+                            f"inputs), or use unroll=1")
+            else:
+                y = y.reshape(S, P)
+        return {"inputs": x.reshape(S, P), "targets": y,
                 "coords": self._coords(where, coords, grid), "channels": self._channels(where, channels, S, grid),
                 "tau": self._tau(where, tau, S), "nx": int(grid[-1]), "ny": int(grid[0]) if self.dim == 2 else 1}
 
@@ -514,6 +527,13 @@ class Trainer:
         or "relative_h1" (plus h1_weight times the same for the grid gradients; h1_weight default 1).
     seed: batch order. eval_every: steps between validations (fit(val=...)); patience: validations without
         improvement before stopping (0: never); restore_best: end with the best validated parameters.
+    unroll: multi-step training. unroll=K > 1 trains on trajectories (fit targets of shape [samples, K, ...], or
+        K + 1 snapshots of a file): the model is applied K times to its own prediction (channels and tau held
+        fixed) and the loss is the mean over the K steps of the relative L2. unroll_grad: "full" (back-propagated
+        through all K applications; memory K times a one-step batch) or "last" (pushforward: only the last
+        application is trained, on the input its predecessors produced). unroll_warmup_steps: one-step training
+        before that step. Validation then scores the same K-step rollout (val targets [samples, K, ...]).
+        unroll=1 (default) is one-step training.
     callback(step, info): after every step, info = {"loss", "lr", "grad_norm", "seconds", "val_rel_l2" (None when
         not validated at that step), "best_val_rel_l2"}. An exception it raises (or Ctrl-C) stops the fit and
         propagates; the model keeps the parameters of the last completed step.
@@ -524,12 +544,13 @@ class Trainer:
     def __init__(self, model, optimizer="adamw", lr=3e-2, weight_decay=1e-4, schedule="cosine", warmup_steps=None,
                  batch=16, steps=3000, loss="relative_l2", seed=0, callback=None, *, clip_norm=1.0,
                  min_lr_ratio=0.02, eval_every=100, patience=0, h1_weight=None, max_seconds=0.0,
-                 restore_best=True, **unknown):
+                 restore_best=True, unroll=1, unroll_grad="full", unroll_warmup_steps=0, **unknown):
         w = "Trainer"
         if unknown:
             _unknown(w, unknown, ["optimizer", "lr", "weight_decay", "schedule", "warmup_steps", "batch", "steps",
                                   "loss", "seed", "callback", "clip_norm", "min_lr_ratio", "eval_every", "patience",
-                                  "h1_weight", "max_seconds", "restore_best"])
+                                  "h1_weight", "max_seconds", "restore_best", "unroll", "unroll_grad",
+                                  "unroll_warmup_steps"])
         if not isinstance(model, Surrogate):
             raise Error(f"{w}: model must be an attnphys.operator.Surrogate, got {type(model).__name__}")
         if callback is not None and not callable(callback):
@@ -551,7 +572,10 @@ class Trainer:
                 "optimizer.clip_norm": _float(w, "clip_norm", clip_norm, 0.0),
                 "schedule.kind": {"cosine": "warmup_cosine", "constant": "constant"}[
                     _str(w, "schedule", schedule, ("cosine", "constant"))],
-                "schedule.min_lr_ratio": _float(w, "min_lr_ratio", min_lr_ratio, 0.0)}
+                "schedule.min_lr_ratio": _float(w, "min_lr_ratio", min_lr_ratio, 0.0),
+                "train.unroll": _int(w, "unroll", unroll, 1),
+                "train.unroll_grad": _str(w, "unroll_grad", unroll_grad, ("full", "last")),
+                "train.unroll_warmup_steps": _int(w, "unroll_warmup_steps", unroll_warmup_steps, 0)}
         if opts["schedule.min_lr_ratio"] > 1:
             raise Error(f"{w}: min_lr_ratio must be in [0, 1], got {min_lr_ratio}")
         if warmup_steps is not None:
@@ -561,6 +585,7 @@ class Trainer:
         self.model = model
         self.callback = callback
         self.restore_best = _bool(w, "restore_best", restore_best)
+        self.unroll = opts["train.unroll"]
         self._options = opts
 
     def fit(self, inputs, targets=None, coords=None, channels=None, val=None, tau=None, *, field="data",
@@ -570,6 +595,9 @@ class Trainer:
         Arrays: inputs, targets [samples, ny, nx] / [samples, nx]; coords [points, dim] (None: the model's box at
         this resolution); channels {name: array like inputs} with exactly the model's channels; tau (dt_input):
         each pair's horizon in base horizons; val: (inputs, targets) or (inputs, targets, channels) to validate on.
+        With Trainer(unroll=K): targets are trajectories [samples, K, ny, nx] / [samples, K, nx] (targets[:, j]
+        the field j + 1 horizons after inputs); val targets may be trajectories too (validated over their steps,
+        at most K), or one step. A file gives every start snapshot with its K targets in the file.
         A file: fit("dataset.h5", field="data", channels=[...]) reads pairs from a file of `attnphys heat dataset`
         or any PDEBench-layout file (field [sample, t, x, (y)], channels by name, the file's grid and coordinates;
         its box and boundary type must be the model's): samples [0, n_train) train (default: all but n_val),
@@ -606,7 +634,7 @@ class Trainer:
         else:
             if targets is None:
                 raise Error(f"{w}: targets are missing: fit(inputs, targets, ...) or fit('dataset.h5')")
-            train = m._pairs(w, inputs, targets, coords, channels, tau)
+            train = m._pairs(w, inputs, targets, coords, channels, tau, self.unroll)
             vp = None
             if val is not None:
                 if not isinstance(val, (tuple, list)) or len(val) not in (2, 3):

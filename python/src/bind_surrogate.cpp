@@ -86,7 +86,8 @@ View2<double> to_view(const Array<double>& a, long rows, long cols, const char* 
   return v;
 }
 
-// Pairs from arrays: inputs/targets [S, P], coords [P, dim], extra [S, P, C] (C = 0: None), tau [S] (None: 1).
+// Pairs from arrays: inputs [S, P], targets [S, P] or trajectories [S, K, P] (targets[:, j] the field j + 1 horizons
+// on: HeatPairs::later for train.unroll), coords [P, dim], extra [S, P, C] (C = 0: None), tau [S] (None: 1).
 HeatPairs make_pairs(const Array<double>& inputs, const py::object& targets, const Array<double>& coords, long nx,
                      long ny, int dim, const py::object& extra, const py::object& tau, long channels) {
   require(inputs.ndim() == 2, "inputs: expected [samples, points], got ", shape_str(inputs));
@@ -99,8 +100,32 @@ HeatPairs make_pairs(const Array<double>& inputs, const py::object& targets, con
   p.ny = ny;
   p.dim = dim;
   p.inputs = to_view(inputs, S, P, "inputs");
-  p.targets = targets.is_none() ? View2<double>("attnphys::targets", S, P)
-                                : to_view(targets.cast<Array<double>>(), S, P, "targets");
+  if (targets.is_none()) {
+    p.targets = View2<double>("attnphys::targets", S, P);
+  } else {
+    const auto t = targets.cast<Array<double>>();
+    if (t.ndim() == 3) {  // a trajectory per sample
+      const long K = long(t.shape(1));
+      require(long(t.shape(0)) == S && K >= 1 && long(t.shape(2)) == P, "targets: expected trajectories of shape (",
+              S, ", K, ", P, "), got ", shape_str(t));
+      HostView3<const double> h(t.data(), S, K, P);
+      HostView2<double> first("attnphys::targets_host", S, P);
+      for (long i = 0; i < S; ++i)
+        for (long q = 0; q < P; ++q) first(i, q) = h(i, 0, q);
+      p.targets = View2<double>("attnphys::targets", S, P);
+      Kokkos::deep_copy(p.targets, first);
+      if (K > 1) {
+        p.later = View3<double>("attnphys::later_targets", S, K - 1, P);
+        auto hl = Kokkos::create_mirror_view(p.later);
+        for (long i = 0; i < S; ++i)
+          for (long k = 1; k < K; ++k)
+            for (long q = 0; q < P; ++q) hl(i, k - 1, q) = h(i, k, q);
+        Kokkos::deep_copy(p.later, hl);
+      }
+    } else {
+      p.targets = to_view(t, S, P, "targets");
+    }
+  }
   p.coords = to_view(coords, P, dim, "coords");
   p.tau = View1<double>("attnphys::pair_horizon", S);
   if (tau.is_none()) {
@@ -153,6 +178,9 @@ py::dict train_defaults() {
   d["h1_weight"] = t.h1_weight;
   d["seed"] = t.seed;
   d["max_seconds"] = t.max_seconds;
+  d["unroll"] = t.unroll;
+  d["unroll_grad"] = t.unroll_grad;
+  d["unroll_warmup_steps"] = t.unroll_warmup_steps;
   d["optimizer"] = t.optimizer.kind;
   d["lr"] = t.optimizer.lr;
   d["weight_decay"] = t.optimizer.weight_decay;
@@ -320,8 +348,8 @@ py::dict fit_file(PyModel& pm, const std::string& path, const std::string& field
     r.n_train = n_train;  // the split, as the stored configuration records it
     r.n_val = std::max(1L, n_val);
     r.n_test = std::max(1L, samples - n_train - n_val);
-    tr = training::read_heat_pairs(r, 0, n_train);
-    if (n_val > 0) va = training::read_heat_pairs(r, n_train, n_val);
+    tr = training::read_heat_pairs(r, 0, n_train, topt.unroll);  // trajectories of unroll horizons
+    if (n_val > 0) va = training::read_heat_pairs(r, n_train, n_val, topt.unroll);
   }
   FitRun run;
   run.callback = &callback;

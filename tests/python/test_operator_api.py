@@ -132,7 +132,7 @@ def test_options_defaults_are_the_cores():
     train = attnphys._core.surrogate.train_defaults()
     tsig = inspect.signature(Trainer.__init__).parameters
     for name in ["lr", "weight_decay", "batch", "steps", "seed", "clip_norm", "min_lr_ratio", "eval_every",
-                 "patience", "max_seconds"]:
+                 "patience", "max_seconds", "unroll", "unroll_grad", "unroll_warmup_steps"]:
         assert tsig[name].default == train[name], name
     assert train["optimizer"] == tsig["optimizer"].default and train["schedule"] == "warmup_cosine"
     m = Surrogate("kernel", n_heads=2, d_k=6, harmonics=3, dim=1)
@@ -254,6 +254,43 @@ def test_horizon_input_learns_two_horizons():
     assert e1 < 0.3 * _rel_l2(x[40:], y1[40:]).mean() and e2 < 0.5 * wrong, (e1, e2, wrong)
     with pytest.raises(attnphys.Error, match="tau must hold positive finite horizons"):
         model.predict(x[40:], tau=-1.0)
+
+
+def test_unrolled_training_on_trajectories():
+    """Trainer(unroll=K): targets [samples, K, nx]; a curriculum as long as the fit is one-step training (the same
+    parameters as unroll=1); unrolled steps differ; one-step targets, too short trajectories and bad options are
+    refused with what to pass."""
+    n, dt = 32, 25.0 / (32 * 32 * 2)
+    x = attnphys.heat.generate_pairs((n,), 1.0 / n, count=24, seed=8, delta_t=dt)[0]
+    traj = np.stack([attnphys.heat.generate_pairs((n,), 1.0 / n, count=24, seed=8, delta_t=k * dt)[1]
+                     for k in (1, 2, 3)], axis=1)  # [24, 3, 32]: 1, 2, 3 horizons after x
+
+    def fit(**kw):
+        model = Surrogate("kernel", n_heads=2, d_k=8, dim=1)
+        h = Trainer(model, steps=12, batch=8, eval_every=6, restore_best=False, **kw).fit(
+            x[:16], traj[:16], val=(x[16:], traj[16:]))
+        return model, h
+
+    plain, _ = fit()
+    np.testing.assert_array_equal(fit(unroll=3, unroll_warmup_steps=12)[0]._m.parameters(), plain._m.parameters())
+    for grad in ("full", "last"):
+        m, h = fit(unroll=3, unroll_grad=grad)
+        assert not np.array_equal(m._m.parameters(), plain._m.parameters()) and len(h["val_rel_l2"]) == 2
+    with pytest.raises(attnphys.Error, match=r"unroll=3 trains on trajectories: pass targets of shape \(16, 3, 32\)"):
+        Trainer(Surrogate("kernel", dim=1), steps=2, unroll=3).fit(x[:16], traj[:16, 0])
+    with pytest.raises(attnphys.Error, match="holds? 3 per sample"):
+        Trainer(Surrogate("kernel", dim=1), steps=2, unroll=4).fit(x[:16], traj[:16])
+    with pytest.raises(attnphys.Error, match="unroll_grad='all' is not one of full, last"):
+        Trainer(Surrogate("kernel", dim=1), unroll_grad="all")
+    with pytest.raises(attnphys.Error, match="unroll must be >= 1"):
+        Trainer(Surrogate("kernel", dim=1), unroll=0)
+
+
+def test_unrolled_training_from_a_file_needs_enough_snapshots(lognormal_file):
+    _, path = lognormal_file  # 2 snapshots per sample: one-step pairs only
+    model = Surrogate("transformer", d_model=16, n_heads=2, d_ff=32, channels=("kappa",))
+    with pytest.raises(attnphys.Error, match="unroll = 2 needs trajectories of 2 horizons.*needs at least 3"):
+        Trainer(model, steps=2, unroll=2).fit(path, channels=["kappa"])
 
 
 def test_file_that_does_not_fit_the_model(lognormal_file):
