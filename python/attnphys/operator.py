@@ -68,6 +68,7 @@ _COMMON = {"coords": "coords", "harmonics": "harmonics", "coord_features": "coor
 _TRANSFORMER = {"d_model": "d_model", "n_heads": "n_heads", "n_layers": "n_layers", "d_ff": "d_ff",
                 "attention": "attention", "n_slices": "n_slices", "final_norm": "final_norm", "stencil": "stencil"}
 _KERNEL = {"n_heads": "kernel_heads", "n_layers": "kernel_layers", "d_k": "kernel_dk"}
+_CONDITIONED = dict(_KERNEL, d_model="d_model", stencil="stencil")
 # Option keys in C++ messages -> the keyword to change.
 _MESSAGE_NAMES = {"model.kernel_heads": "n_heads", "model.kernel_dk": "d_k", "model.kernel_layers": "n_layers",
                   "optimizer.kind": "optimizer", "schedule.kind": "schedule", "data.channels": "channels",
@@ -172,12 +173,16 @@ class Surrogate:
 
     kind: "transformer" (pre-LN transformer encoder over tokens [u, channels, (horizon), coordinate encoding]; takes
         extra channels, any problem) or "kernel" (coordinate attention, exactly linear in u: one learned attention
-        matrix per head, shared by all samples; for constant-coefficient problems; no channels).
+        matrix per head, shared by all samples; for constant-coefficient problems; no channels) or "conditioned"
+        (kernel attention whose queries, keys, value gains and mixing come from the coordinates and the channels
+        through a small MLP: a per-sample attention kernel, still exactly affine in u; needs at least one channel).
     transformer: d_model (token width), n_heads (must divide d_model), n_layers (blocks), d_ff (feed-forward width,
         0: 4*d_model), attention ("dense", "tiled", "galerkin", ...), n_slices (physics attention; None: default),
         final_norm (LayerNorm before the readout), stencil (every token also sees the central differences of u and
         of its channels along each axis; needs a regular grid).
     kernel: n_heads, n_layers, d_k (query/key width per head).
+    conditioned: n_heads, n_layers, d_k as kernel; d_model (width of the conditioning MLP); stencil (the channels'
+        central differences join the conditioning, never u's).
     coords: "harmonics" (cos/sin(2 pi m x / period), m = 1..harmonics per axis; the period is the box on a periodic
         box, twice it otherwise), "fourier" (coord_features random Fourier features of scale coord_sigma) or "none".
     channels: names of the extra per-point inputs (static per sample), e.g. ("kappa",); each is normalised with its
@@ -200,7 +205,7 @@ class Surrogate:
         if unknown:
             _unknown(w, unknown, list(_TRANSFORMER) + list(_KERNEL) + list(_COMMON) +
                      ["kind", "channels", "dim", "lengths", "bc", "dtype", "seed"])
-        kind = _str(w, "kind", kind, ("transformer", "kernel"))
+        kind = _str(w, "kind", kind, ("transformer", "kernel", "conditioned"))
         dtype = _str(w, "dtype", dtype, ("float32", "float64"))
         if dtype != "float32":
             raise Error(f"{w}: dtype='{dtype}' is not available: the surrogate trains and predicts in float32 "
@@ -233,7 +238,7 @@ class Surrogate:
                  "dt_input": _bool(w, "dt_input", dt_input)}
         if n_slices is not None:
             given["n_slices"] = _int(w, "n_slices", n_slices, 1)
-        own = _TRANSFORMER if kind == "transformer" else _KERNEL
+        own = {"transformer": _TRANSFORMER, "kernel": _KERNEL, "conditioned": _CONDITIONED}[kind]
         defaults = Surrogate._defaults()
         for name, value in given.items():
             if name not in own and name not in _COMMON and value != defaults.get(name, value):

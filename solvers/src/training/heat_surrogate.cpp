@@ -16,7 +16,13 @@ SurrogateOptions::SurrogateOptions() {
 }
 
 void SurrogateOptions::declare(OptionSet& set) {
-  set.add("model.kind", &kind, "kernel (coordinate attention, linear in the field) or transformer", {"kernel", "transformer"});
+  set.add("model.kind", &kind,
+          "kernel (coordinate attention, linear in the field), conditioned (kernel attention whose weights depend on "
+          "the input channels, still linear in the field) or transformer",
+          {"kernel", "conditioned", "transformer"});
+  set.add("model.conditioned_attention", &conditioned_attention,
+          "conditioned: dense (saved probabilities), tiled (FlashAttention-2, O(N) memory) or auto",
+          {"auto", "dense", "tiled"});
   set.add("model.kernel_heads", &kernel_heads, "kernel: attention heads", Range::at_least(1));
   set.add("model.kernel_dk", &kernel_dk, "kernel: query/key width per head", Range::at_least(1));
   set.add("model.kernel_layers", &kernel_layers, "kernel: stacked layers", Range::at_least(1));
@@ -42,7 +48,15 @@ void SurrogateOptions::validate() const {
   require(coords == "harmonics" || coords == "fourier" || coords == "none", "model.coords '", coords,
           "' is unknown: use harmonics, fourier or none");
   require(harmonics >= 1, "model.harmonics must be >= 1");
-  require(kind == "kernel" || kind == "transformer", "model.kind '", kind, "' is unknown: use kernel or transformer");
+  require(kind == "kernel" || kind == "conditioned" || kind == "transformer", "model.kind '", kind,
+          "' is unknown: use kernel, conditioned or transformer");
+  require(kind != "conditioned" || coords == "harmonics", "model.kind = conditioned builds its queries and keys ",
+          "from the harmonic coordinate encoding and the channels: set model.coords = harmonics");
+  require(kind != "conditioned" || extra_inputs() >= 1, "model.kind = conditioned conditions its attention on the ",
+          "extra input channels but none is given: set data.channels (e.g. [\"kappa\"]), or use model.kind = kernel ",
+          "for a constant-coefficient problem");
+  require(conditioned_attention == "auto" || conditioned_attention == "dense" || conditioned_attention == "tiled",
+          "model.conditioned_attention '", conditioned_attention, "' is unknown: use auto, dense or tiled");
   require(kind != "kernel" || coords == "harmonics", "model.kind = kernel builds its queries and keys from the ",
           "harmonic coordinate encoding: set model.coords = harmonics");
   require(kind != "kernel" || !input_kappa, "model.kind = kernel is linear in the field and cannot take κ as an ",
@@ -74,11 +88,45 @@ HeatSurrogate<T>::HeatSurrogate(SurrogateOptions options, int dim, std::vector<d
       }()),
       dim_(dim),
       lengths_(std::move(lengths)),
-      enc_(opt_.encoder, "encoder.") {}
+      enc_(opt_.encoder, "encoder."),
+      kind_(opt_.kind == "kernel" ? Kind::Kernel : opt_.kind == "conditioned" ? Kind::Conditioned : Kind::Transformer),
+      cond_memory_(opt_.conditioned_attention == "dense"   ? CondMemory::Dense
+                   : opt_.conditioned_attention == "tiled" ? CondMemory::Tiled
+                                                           : CondMemory::Auto) {}
+
+template <class T>
+long HeatSurrogate<T>::cond_width() const {
+  const long C = opt_.extra_inputs();
+  return 2 * opt_.harmonics * dim_ + C + (opt_.dt_input ? 1 : 0) + (opt_.stencil ? C * 2 * dim_ : 0);
+}
 
 template <class T>
 void HeatSurrogate<T>::declare(ParameterBuffer<T>& buf) {
-  if (opt_.kind == "kernel") {
+  if (kind_ == Kind::Conditioned) {
+    const long H = opt_.kernel_heads, dk = opt_.kernel_dk, Fc = cond_width(), d = opt_.encoder.d_model;
+    const long Dz = d + Fc;
+    buf.add("cond.w1", {d, Fc});
+    buf.add("cond.b1", {d}, false);
+    kernel_plan_.push_back({"cond.w1", ops::InitSpec::Kind::Uniform, 1.0 / std::sqrt(double(Fc))});
+    kernel_plan_.push_back({"cond.b1", ops::InitSpec::Kind::Uniform, 1.0 / std::sqrt(double(Fc))});
+    const double a = 1.0 / std::sqrt(double(Dz));
+    for (long l = 0; l < opt_.kernel_layers; ++l) {
+      for (const char* w : {"wq", "wk", "wv"}) {
+        buf.add(cp(l) + w, {H * dk, Dz});
+        kernel_plan_.push_back({cp(l) + w, ops::InitSpec::Kind::Uniform, std::string(w) == "wv" ? 0.1 * a : a});
+      }
+      buf.add(cp(l) + "wm", {H * dk + 2, Dz});
+      kernel_plan_.push_back({cp(l) + "wm", ops::InitSpec::Kind::Constant, 0.0});
+      for (const char* b : {"bq", "bk", "bv"}) {
+        buf.add(cp(l) + b, {H * dk}, false);
+        kernel_plan_.push_back({cp(l) + b, ops::InitSpec::Kind::Constant, 0.0});
+      }
+      buf.add(cp(l) + "bm", {H * dk + 2}, false);
+      kernel_plan_.push_back({cp(l) + "bm", ops::InitSpec::Kind::Constant, 0.0});
+    }
+    return;
+  }
+  if (kind_ == Kind::Kernel) {
     const long H = opt_.kernel_heads, dk = opt_.kernel_dk, F = 2 * opt_.harmonics * dim_;
     const double a = 1.0 / std::sqrt(double(F));
     for (long l = 0; l < opt_.kernel_layers; ++l) {
@@ -111,7 +159,41 @@ void HeatSurrogate<T>::declare(ParameterBuffer<T>& buf) {
 
 template <class T>
 void HeatSurrogate<T>::init(ParameterBuffer<T>& buf, std::uint64_t seed) const {
-  if (opt_.kind == "kernel") {
+  if (kind_ == Kind::Conditioned) {
+    ops::init_parameters(buf, kernel_plan_, seed);
+    // As the kernel kind: each head starts as a periodic smoothing kernel of its own width from the harmonic
+    // columns of z (columns d .. d+F-1), scaled 0.1 on the random part; value gains g = e_1 per head (bv), the
+    // identity mixing b0 = 1 (bm), A = 0 and e = 0: the model starts as ŷ = û.
+    const long H = opt_.kernel_heads, dk = opt_.kernel_dk, F = 2 * opt_.harmonics * dim_, d = opt_.encoder.d_model;
+    for (long l = 0; l < opt_.kernel_layers; ++l) {
+      for (const char* w : {"wq", "wk"}) {
+        auto v = buf.view2(cp(l) + w);
+        auto h = Kokkos::create_mirror_view(v);
+        Kokkos::deep_copy(h, v);
+        for (long hd = 0; hd < H; ++hd) {
+          const double beta = std::pow(2.0, double(hd)) * std::sqrt(double(dk));
+          for (long r = 0; r < dk; ++r)
+            for (long f = 0; f < long(h.extent(1)); ++f) {
+              const long m = f >= d && f < d + F ? ((f - d) % (2 * opt_.harmonics)) / 2 + 1 : 0;
+              h(hd * dk + r, f) = T(0.1 * double(h(hd * dk + r, f)) + (m > 0 && r == f - d ? std::sqrt(beta) / double(m) : 0.0));
+            }
+        }
+        Kokkos::deep_copy(v, h);
+      }
+      auto bv = buf.view1(cp(l) + "bv");
+      auto bm = buf.view1(cp(l) + "bm");
+      auto hv = Kokkos::create_mirror_view(bv);
+      auto hm = Kokkos::create_mirror_view(bm);
+      Kokkos::deep_copy(hv, bv);
+      Kokkos::deep_copy(hm, bm);
+      for (long hd = 0; hd < H; ++hd) hv(hd * dk) = T(1);
+      hm(H * dk) = T(1);
+      Kokkos::deep_copy(bv, hv);
+      Kokkos::deep_copy(bm, hm);
+    }
+    return;
+  }
+  if (kind_ == Kind::Kernel) {
     ops::init_parameters(buf, kernel_plan_, seed);
     // Start each head as a smoothing kernel of its own width: q = k = sqrt(β_h)·[cos, sin](2π m x)/m, so that
     // q(x_i)·k(x_j)/sqrt(dk) = β_h Σ_m cos(2π m (x_i − x_j))/m² per axis — a periodic Gaussian-like kernel with
@@ -208,7 +290,7 @@ SurrogateGrid infer_grid(const ConstMat<T>& coords, long len, int dim, const std
 // Columns col0.. of f: for each field (û, then the C channels) and axis, ℓ·D1 and ℓ²·D2 (see the header).
 template <class T>
 void stencil_features(const Mat<T>& f, long col0, const ops::ConstVec<T>& u, const ConstMat<T>& extra, long C,
-                      long len, int dim, const SurrogateGrid& g, double lx, double ly) {
+                      long len, int dim, const SurrogateGrid& g, double lx, double ly, long first_field = 0) {
   const long tokens = f.extent(0);
   const SurrogateGrid grid = g;
   const double sx = lx / 64.0, sy = ly / 64.0;
@@ -219,7 +301,7 @@ void stencil_features(const Mat<T>& f, long col0, const ops::ConstVec<T>& u, con
           const long tt = b * len + q;
           return field == 0 ? double(u(tt)) : double(extra(tt, field - 1));
         };
-        for (long field = 0; field <= C; ++field) {
+        for (long field = first_field; field <= C; ++field) {
           const double c0 = at(n, field);
           for (int a = 0; a < dim; ++a) {
             long m, p;
@@ -234,7 +316,7 @@ void stencil_features(const Mat<T>& f, long col0, const ops::ConstVec<T>& u, con
               h = grid.hy, l = sy;
             }
             const double fm = at(m, field), fp = at(p, field);
-            const long col = col0 + (field * dim + a) * 2;
+            const long col = col0 + ((field - first_field) * dim + a) * 2;
             f(t, col) = T(l * (fp - fm) / (2 * h));
             f(t, col + 1) = T(l * l * (fp - 2 * c0 + fm) / (h * h));
           }
@@ -318,8 +400,12 @@ void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, con
         "attnphys::surrogate_shift", Kokkos::RangePolicy<ExecSpace>(0, batch),
         KOKKOS_LAMBDA(long b) { sh(b) = tau(b) - T(1); });
   }
-  if (opt_.kind == "kernel") {
+  if (kind_ == Kind::Kernel) {
     kernel_forward(out, c, u, coords, batch, len, params);
+    return;
+  }
+  if (kind_ == Kind::Conditioned) {
+    conditioned_forward(out, c, u, extra, coords, batch, len, params);
     return;
   }
   const long tokens = batch * len, d = opt_.encoder.d_model, nf = opt_.encoder.d_in;
@@ -364,8 +450,12 @@ void HeatSurrogate<T>::backward(SurrogateCache<T>& c, const ops::ConstVec<T>& do
   const bool want_du = du.extent(0) > 0;
   require(!want_du || long(du.extent(0)) == c.batch * c.len, "heat surrogate backward: input gradient of ",
           du.extent(0), " values, expected ", c.batch * c.len);
-  if (opt_.kind == "kernel") {
+  if (kind_ == Kind::Kernel) {
     kernel_backward(c, dout, params, du);
+    return;
+  }
+  if (kind_ == Kind::Conditioned) {
+    conditioned_backward(c, dout, params, du);
     return;
   }
   const long tokens = c.batch * c.len, d = opt_.encoder.d_model, nf = opt_.encoder.d_in;
@@ -392,10 +482,25 @@ void HeatSurrogate<T>::backward(SurrogateCache<T>& c, const ops::ConstVec<T>& do
 template <class T>
 std::vector<double> HeatSurrogate<T>::attention_map(const SurrogateCache<T>& c, const ParameterBuffer<T>& params,
                                                     long layer, long sample, long query) const {
-  require(layer >= 0 && (opt_.kind == "kernel" || layer < opt_.encoder.n_layers), "attention map: layer ", layer,
-          " outside the model");
+  require(layer >= 0 && (kind_ != Kind::Transformer || layer < opt_.encoder.n_layers), "attention map: layer ",
+          layer, " outside the model");
   std::vector<double> mean(c.len, 0.0);
-  if (opt_.kind == "kernel") {
+  if (kind_ == Kind::Conditioned) {
+    require(layer < opt_.kernel_layers && layer < long(c.cqh.size()), "attention map: layer ", layer, " outside 0..",
+            opt_.kernel_layers - 1);
+    require(query >= 0 && query < c.len, "attention map: query ", query, " outside 0..", c.len - 1);
+    require(sample >= 0 && sample < c.batch, "attention map: sample ", sample, " outside 0..", c.batch - 1);
+    ops::ScoreSpec<T> spec;
+    spec.heads = opt_.kernel_heads;
+    View1<T> row("attnphys::cond_row", c.len);
+    for (long hd = 0; hd < opt_.kernel_heads; ++hd) {
+      ops::sdpa_row<T>(row, c.cqh[layer], c.ckh[layer], c.clse[layer], spec, sample * opt_.kernel_heads + hd, query);
+      auto h = to_host(row);
+      for (long j = 0; j < c.len; ++j) mean[j] += double(h(j)) / opt_.kernel_heads;
+    }
+    return mean;
+  }
+  if (kind_ == Kind::Kernel) {
     require(layer < opt_.kernel_layers, "attention map: layer ", layer, " outside 0..", opt_.kernel_layers - 1);
     require(query >= 0 && query < c.len, "attention map: query ", query, " outside 0..", c.len - 1);
     auto row = Kokkos::subview(c.p[layer], Kokkos::ALL, query, Kokkos::ALL);
@@ -415,7 +520,7 @@ std::vector<double> HeatSurrogate<T>::attention_map(const SurrogateCache<T>& c, 
 template <class T>
 std::vector<double> HeatSurrogate<T>::operator_row(const SurrogateCache<T>& c, const ParameterBuffer<T>& params,
                                                    long query) const {
-  if (opt_.kind != "kernel" || opt_.kernel_layers != 1 || c.p.empty()) return {};
+  if (kind_ != Kind::Kernel || opt_.kernel_layers != 1 || c.p.empty()) return {};
   require(query >= 0 && query < c.len, "operator row: query ", query, " outside 0..", c.len - 1);
   auto row = Kokkos::subview(c.p[0], Kokkos::ALL, query, Kokkos::ALL);
   auto h = Kokkos::create_mirror_view(row);
@@ -678,6 +783,220 @@ void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec
       }
     }
   }
+}
+
+// ------------------------------------------------------------------------- conditioned (channel-dependent) kernel attention
+
+// Conditioning columns [φ (2·M·dim harmonics), the C channels, (s)] of every token; the channels' stencil
+// differences follow (written by stencil_features with first_field = 1).
+template <class T>
+void conditioning_features(const Mat<T>& cf, const ConstMat<T>& extra, const ops::ConstVec<T>& shift,
+                           const ConstMat<T>& coords, long len, long harmonics, double lx, double ly) {
+  const long tokens = cf.extent(0), dim = coords.extent(1), C = extra.extent(1);
+  const bool has_shift = shift.extent(0) > 0;
+  const long F = 2 * harmonics * dim;
+  const double two_pi = 6.283185307179586;
+  Kokkos::parallel_for(
+      "attnphys::conditioning_features", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+        const long n = t % len;
+        for (long a = 0; a < dim; ++a) {
+          const double x = double(coords(n, a)) / (a == 0 ? lx : ly);
+          for (long m = 1; m <= harmonics; ++m) {
+            const long col = (a * harmonics + (m - 1)) * 2;
+            cf(t, col) = T(math::cos(two_pi * m * x));
+            cf(t, col + 1) = T(math::sin(two_pi * m * x));
+          }
+        }
+        for (long c = 0; c < C; ++c) cf(t, F + c) = extra(t, c);
+        if (has_shift) cf(t, F + C) = shift(t / len);
+      });
+}
+
+template <class T>
+void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCache<T>& c, const ops::ConstVec<T>& u,
+                                           const ConstMat<T>& extra, const ConstMat<T>& coords, long batch, long len,
+                                           const ParameterBuffer<T>& params) const {
+  using namespace detail_surrogate;
+  const long H = opt_.kernel_heads, dk = opt_.kernel_dk, L = opt_.kernel_layers, d = opt_.encoder.d_model;
+  const long C = opt_.extra_inputs(), F = 2 * opt_.harmonics * dim_, Fc = cond_width(), Dz = d + Fc, HD = H * dk;
+  const long tokens = batch * len;
+  const double lx = lengths_[0], ly = dim_ > 1 ? lengths_[1] : 1.0;
+  require(long(u.extent(0)) == tokens && long(out.extent(0)) == tokens, "heat surrogate: fields hold ",
+          u.extent(0), " values, expected batch*points = ", tokens);
+  require(long(coords.extent(0)) == len && long(coords.extent(1)) == dim_, "heat surrogate: coordinates are ",
+          coords.extent(0), "x", coords.extent(1), ", expected ", len, "x", dim_);
+  require(long(extra.extent(0)) == tokens && long(extra.extent(1)) == C, "heat surrogate: model.kind = conditioned ",
+          "takes ", C, " extra input channel(s) per token but ", extra.extent(0), "x", extra.extent(1),
+          " values were given for ", tokens, " tokens");
+  c.batch = batch;
+  c.len = len;
+  grow(c.cond, tokens, Fc, "attnphys::cond_features");
+  conditioning_features<T>(c.cond, extra, opt_.dt_input ? ops::ConstVec<T>(c.shift) : ops::ConstVec<T>(), coords, len,
+                           opt_.harmonics, lx, ly);
+  if (opt_.stencil) {
+    if (c.grid_key != coords.data() || c.grid_len != len) {
+      c.grid = infer_grid<T>(coords, len, dim_, lengths_);
+      c.grid_key = coords.data();
+      c.grid_len = len;
+    }
+    stencil_features<T>(c.cond, F + C + (opt_.dt_input ? 1 : 0), ops::ConstVec<T>(), extra, C, len, dim_, c.grid, lx,
+                        ly, 1);
+  }
+  // Trunk: z = [GELU(W1 c + b1), c].
+  grow(c.cpre, tokens, d, "attnphys::cond_pre");
+  grow(c.cdpre, tokens, d, "attnphys::cond_dpre");
+  grow(c.cz, tokens, Dz, "attnphys::cond_z");
+  ops::linear_forward<T>(c.cpre, c.cond, params.view2("cond.w1"), params.view1("cond.b1"));
+  ops::gelu_forward<T>(c.cdpre, c.cpre);
+  {
+    const auto z = c.cz, hh = c.cdpre, cf = c.cond;
+    Kokkos::parallel_for(
+        "attnphys::cond_z", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {tokens, Dz}),
+        KOKKOS_LAMBDA(long t, long f) { z(t, f) = f < d ? hh(t, f) : cf(t, f - d); });
+  }
+  const bool dense = cond_memory_ == CondMemory::Dense ||
+                     (cond_memory_ == CondMemory::Auto && double(L) * batch * H * double(len) * len <= double(1L << 27));
+  for (auto* v : {&c.cq, &c.ck, &c.cg, &c.cv, &c.cm, &c.com, &c.clse}) v->resize(L);
+  for (auto* v : {&c.cqh, &c.ckh, &c.cvh, &c.coh, &c.cp}) v->resize(L);
+  c.field.resize(L + 1);
+  grow1(c.field[0], tokens, "attnphys::cond_field");
+  Kokkos::deep_copy(c.field[0], View1<const T>(u.data(), tokens));
+  ops::ScoreSpec<T> spec;
+  spec.heads = H;
+  for (long l = 0; l < L; ++l) {
+    const std::string pre = cp(l);
+    grow(c.cq[l], tokens, HD, "attnphys::cond_q");
+    grow(c.ck[l], tokens, HD, "attnphys::cond_k");
+    grow(c.cg[l], tokens, HD, "attnphys::cond_g");
+    grow(c.cv[l], tokens, HD, "attnphys::cond_v");
+    grow(c.cm[l], tokens, HD + 2, "attnphys::cond_m");
+    grow(c.com[l], tokens, HD, "attnphys::cond_om");
+    ops::linear_forward<T>(c.cq[l], c.cz, params.view2(pre + "wq"), params.view1(pre + "bq"));
+    ops::linear_forward<T>(c.ck[l], c.cz, params.view2(pre + "wk"), params.view1(pre + "bk"));
+    ops::linear_forward<T>(c.cg[l], c.cz, params.view2(pre + "wv"), params.view1(pre + "bv"));
+    ops::linear_forward<T>(c.cm[l], c.cz, params.view2(pre + "wm"), params.view1(pre + "bm"));
+    {
+      const auto v = c.cv[l], g = c.cg[l];
+      const auto fl = c.field[l];
+      Kokkos::parallel_for(
+          "attnphys::cond_values", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {tokens, HD}),
+          KOKKOS_LAMBDA(long t, long f) { v(t, f) = g(t, f) * fl(t); });
+    }
+    grow3(c.cqh[l], batch * H, len, dk, "attnphys::cond_qh");
+    grow3(c.ckh[l], batch * H, len, dk, "attnphys::cond_kh");
+    grow3(c.cvh[l], batch * H, len, dk, "attnphys::cond_vh");
+    grow3(c.coh[l], batch * H, len, dk, "attnphys::cond_oh");
+    ops::split_heads<T>(c.cqh[l], c.cq[l], 0, batch, H);
+    ops::split_heads<T>(c.ckh[l], c.ck[l], 0, batch, H);
+    ops::split_heads<T>(c.cvh[l], c.cv[l], 0, batch, H);
+    if (dense)
+      grow3(c.cp[l], batch * H, len, len, "attnphys::cond_p");
+    else
+      c.cp[l] = View3<T>();
+    grow(c.clse[l], batch * H, len, "attnphys::cond_lse");
+    ops::sdpa_forward<T>(c.coh[l], c.cp[l], c.clse[l], c.cqh[l], c.ckh[l], c.cvh[l], spec, c.ws);
+    ops::merge_heads<T>(c.com[l], 0, c.coh[l], batch, H);
+    grow1(c.field[l + 1], tokens, "attnphys::cond_field");
+    {
+      const auto m = c.cm[l], om = c.com[l];
+      const auto fin = c.field[l], fout = c.field[l + 1];
+      Kokkos::parallel_for(
+          "attnphys::cond_combine", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+            T acc = m(t, HD) * fin(t) + m(t, HD + 1);
+            for (long f = 0; f < HD; ++f) acc += m(t, f) * om(t, f);
+            fout(t) = acc;
+          });
+    }
+  }
+  Kokkos::deep_copy(View1<T>(out.data(), tokens), c.field[L]);
+}
+
+template <class T>
+void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout,
+                                            const ParameterBuffer<T>& params, const ops::Vec<T>& du) const {
+  using namespace detail_surrogate;
+  const long H = opt_.kernel_heads, dk = opt_.kernel_dk, L = opt_.kernel_layers, d = opt_.encoder.d_model;
+  const long Fc = cond_width(), Dz = d + Fc, HD = H * dk, len = c.len, batch = c.batch, tokens = batch * len;
+  require(long(dout.extent(0)) == tokens, "heat surrogate backward: gradient has ", dout.extent(0),
+          " values, expected ", tokens);
+  require(long(c.cq.size()) == L, "heat surrogate backward: no conditioned forward pass to differentiate");
+  View1<T> g("attnphys::cond_g", tokens), gp("attnphys::cond_gprev", tokens);
+  Kokkos::deep_copy(g, View1<const T>(dout.data(), tokens));
+  grow(c.dz, tokens, Dz, "attnphys::cond_dz");
+  Kokkos::deep_copy(c.dz, T(0));
+  grow(c.cdq, tokens, HD, "attnphys::cond_dq");
+  grow(c.cdk, tokens, HD, "attnphys::cond_dk");
+  grow(c.cdv, tokens, HD, "attnphys::cond_dv");
+  grow(c.cdg, tokens, HD, "attnphys::cond_dg");
+  grow(c.cdo, tokens, HD, "attnphys::cond_do");
+  grow(c.cdm, tokens, HD + 2, "attnphys::cond_dm");
+  grow3(c.cdq3, batch * H, len, dk, "attnphys::cond_dq3");
+  grow3(c.cdk3, batch * H, len, dk, "attnphys::cond_dk3");
+  grow3(c.cdv3, batch * H, len, dk, "attnphys::cond_dv3");
+  grow3(c.cdo3, batch * H, len, dk, "attnphys::cond_do3");
+  ops::ScoreSpec<T> spec;
+  spec.heads = H;
+  for (long l = L - 1; l >= 0; --l) {
+    const std::string pre = cp(l);
+    {  // ŷ = b0 û + Σ A ⊙ O + e: the mixing coefficients' and the head outputs' gradients, û's direct part
+      const auto m = c.cm[l], om = c.com[l], dm = c.cdm, dO = c.cdo;
+      const auto fin = c.field[l];
+      const View1<T> gg = g, gprev = gp;
+      Kokkos::parallel_for(
+          "attnphys::cond_combine_backward", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+            const T gt = gg(t);
+            for (long f = 0; f < HD; ++f) {
+              dm(t, f) = gt * om(t, f);
+              dO(t, f) = gt * m(t, f);
+            }
+            dm(t, HD) = gt * fin(t);
+            dm(t, HD + 1) = gt;
+            gprev(t) = gt * m(t, HD);
+          });
+    }
+    ops::split_heads<T>(c.cdo3, c.cdo, 0, batch, H);
+    ops::sdpa_backward<T>(c.cdq3, c.cdk3, c.cdv3, Mat<T>(), c.cdo3, c.cqh[l], c.ckh[l], c.cvh[l], c.coh[l], c.cp[l],
+                          c.clse[l], spec, c.ws);
+    ops::merge_heads<T>(c.cdq, 0, c.cdq3, batch, H);
+    ops::merge_heads<T>(c.cdk, 0, c.cdk3, batch, H);
+    ops::merge_heads<T>(c.cdv, 0, c.cdv3, batch, H);
+    {  // v = g ⊙ û
+      const auto dv = c.cdv, dg = c.cdg, gv = c.cg[l];
+      const auto fin = c.field[l];
+      const View1<T> gprev = gp;
+      Kokkos::parallel_for(
+          "attnphys::cond_values_backward", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+            T acc = 0;
+            const T ut = fin(t);
+            for (long f = 0; f < HD; ++f) {
+              dg(t, f) = dv(t, f) * ut;
+              acc += dv(t, f) * gv(t, f);
+            }
+            gprev(t) += acc;
+          });
+    }
+    const auto lin = [&](const char* w, const char* b, const View2<T>& dy) {
+      ops::linear_backward<T>(c.dz, params.view2(pre + w, Slot::Grads), params.view1(pre + b, Slot::Grads), dy, c.cz,
+                              params.view2(pre + w), true);
+    };
+    lin("wq", "bq", c.cdq);
+    lin("wk", "bk", c.cdk);
+    lin("wv", "bv", c.cdg);
+    lin("wm", "bm", c.cdm);
+    if (l > 0)
+      std::swap(g, gp);
+    else if (du.extent(0) > 0)
+      Kokkos::deep_copy(View1<T>(du.data(), tokens), gp);
+  }
+  {  // the trunk: dz's first d columns through the GELU to W1, b1
+    const auto dz = c.dz, dh = c.cdpre;
+    Kokkos::parallel_for(
+        "attnphys::cond_dh", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {tokens, d}),
+        KOKKOS_LAMBDA(long t, long f) { dh(t, f) = dz(t, f); });
+  }
+  ops::gelu_backward<T>(c.cdpre, c.cdpre, c.cpre);
+  ops::linear_backward<T>(Mat<T>(), params.view2("cond.w1", Slot::Grads), params.view1("cond.b1", Slot::Grads),
+                          c.cdpre, c.cond, params.view2("cond.w1"));
 }
 
 template class HeatSurrogate<float>;

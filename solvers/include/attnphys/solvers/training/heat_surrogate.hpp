@@ -15,6 +15,18 @@
 //          every sample, and ŷ = b0·û + Σ_h a_h P_h û + c (L such layers compose). This is the global version of
 //          a stencil — exactly linear in the field, as the heat map is — and since P does not depend on the
 //          sample it is computed once per batch: the cost is H·N² + H·N²·B multiply-adds, not B·H·N²·d.
+//   conditioned: kernel attention whose attention depends on the input channels (variable κ(x), sources, ...).
+//          Per token a conditioning vector c_i = [harmonic coordinate features φ(x_i), the normalised extra
+//          channels, (s), (with model.stencil: the channels' stencil differences — never û's)]; a small MLP
+//          h_i = GELU(W1 c_i + b1) (width model.d_model) and z_i = [h_i, c_i]. Per layer l and head h (all linear
+//          maps of z, per layer): queries q_i, keys k_j (width dk = model.kernel_dk), value gains g_j ∈ R^dk and
+//          mixing coefficients m_i = (A_i ∈ R^{H·dk}, b0_i, e_i). With P_h(b) = softmax(q_i·k_j/sqrt(dk)) per sample,
+//              ŷ_i = b0_i û_i + Σ_h Σ_r A_{i,hr} Σ_j P_h,ij g_{j,hr} û_j + e_i,
+//          exactly affine in û (linear with e = 0) for any κ: the learned, κ-dependent heat kernel K_κ. L layers
+//          compose (the output field of layer l is the input of l+1, z shared). It starts as the identity map
+//          (A = 0, b0 = 1, g = e_1) with the kernel kind's multi-width harmonic q/k. Cost B·H·N²·dk: dense
+//          attention with saved P when L·B·H·N² <= 2^27 (model.conditioned_attention = auto), else tiled
+//          (FlashAttention-2, O(N·dk) memory).
 //   transformer: the generic pre-LayerNorm encoder (operators/encoder.hpp) over tokens [û, extra channels, (s),
 //          coordinates], for nonlinear or variable-coefficient problems.
 //
@@ -37,12 +49,14 @@
 #include <string>
 #include <vector>
 
+#include "attnphys/operators/attention_core.hpp"
 #include "attnphys/operators/encoder.hpp"
 
 namespace attnphys::training {
 
 struct SurrogateOptions {
-  std::string kind = "kernel";      // kernel | transformer
+  std::string kind = "kernel";      // kernel | conditioned | transformer
+  std::string conditioned_attention = "auto";  // conditioned: auto | dense | tiled
   long kernel_heads = 4;            // kernel: heads (each its own attention matrix)
   long kernel_dk = 16;              // kernel: query/key width per head
   long kernel_layers = 1;           // kernel: stacked layers
@@ -91,6 +105,15 @@ struct SurrogateCache {
   View2<T> dqc, dkc, du;
   std::vector<View1<T>> field;  // input field of layer l, [B*N] (field[L] = output)
   View1<T> shift;               // dt_input: s = τ − 1 per sample [B]
+  // conditioned kind: conditioning c [B*N, Fc], MLP pre-activation [B*N, d], z = [h, c] [B*N, d + Fc]; per layer
+  // l: q, k, value gains g, values v = g ⊙ û, mixing m [B*N, H*dk (+2 for m)], merged head outputs om [B*N, H*dk],
+  // per-head q/k/v/o [B*H, N, dk], probabilities p [B*H, N, N] (dense) or empty (tiled), lse [B*H, N].
+  View2<T> cond, cpre, cz, dz;
+  std::vector<View2<T>> cq, ck, cg, cv, cm, com, clse;
+  std::vector<View3<T>> cqh, ckh, cvh, coh, cp;
+  View3<T> cdq3, cdk3, cdv3, cdo3;
+  View2<T> cdq, cdk, cdv, cdg, cdm, cdo, cdpre;
+  ops::AttentionScratch<T> ws;
 };
 
 template <class T>
@@ -132,11 +155,20 @@ class HeatSurrogate {
   std::vector<double> lengths_;
   ops::Encoder<T> enc_;
   ops::InitPlan head_plan_, kernel_plan_;
+  enum class Kind { Kernel, Conditioned, Transformer } kind_;
+  enum class CondMemory { Auto, Dense, Tiled } cond_memory_;
   std::string lp(long l) const { return "kernel." + std::to_string(l) + "."; }
   void kernel_forward(const ops::Vec<T>& out, SurrogateCache<T>& c, const ops::ConstVec<T>& u,
                       const ConstMat<T>& coords, long batch, long len, const ParameterBuffer<T>& params) const;
   void kernel_backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout, const ParameterBuffer<T>& params,
                        const ops::Vec<T>& du) const;
+  void conditioned_forward(const ops::Vec<T>& out, SurrogateCache<T>& c, const ops::ConstVec<T>& u,
+                           const ConstMat<T>& extra, const ConstMat<T>& coords, long batch, long len,
+                           const ParameterBuffer<T>& params) const;
+  void conditioned_backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout, const ParameterBuffer<T>& params,
+                            const ops::Vec<T>& du) const;
+  long cond_width() const;  // Fc: conditioning features per token
+  std::string cp(long l) const { return "cond." + std::to_string(l) + "."; }
   std::string head_ = "head.";
 };
 

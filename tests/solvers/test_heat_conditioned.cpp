@@ -1,0 +1,271 @@
+// The conditioned heat surrogate (model.kind = conditioned): kernel attention whose queries, keys, value gains and
+// mixing coefficients come from the coordinates and the input channels, so that every sample has its own kernel
+// while the prediction stays exactly affine in the field. Gradients (parameters and the field) against central
+// differences, dense against tiled attention, affinity in û, one shared kernel for samples with the same channels.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "attnphys/core/error.hpp"
+#include "attnphys/solvers/training/heat_surrogate.hpp"
+
+using namespace attnphys;
+using namespace attnphys::training;
+
+namespace {
+
+SurrogateOptions cond_options(long channels, bool stencil, bool dt_input, long layers, const char* memory) {
+  SurrogateOptions so;
+  so.kind = "conditioned";
+  so.extra_channels = channels;
+  so.stencil = stencil;
+  so.dt_input = dt_input;
+  so.kernel_layers = layers;
+  so.kernel_heads = 2;
+  so.kernel_dk = 3;
+  so.harmonics = 1;
+  so.encoder.d_model = 4;
+  so.conditioned_attention = memory;
+  return so;
+}
+
+// A 2D periodic 4 x 3 grid (box 1 x 0.75), B samples of a field and C channels, random but reproducible.
+struct CondSetup {
+  long nx = 4, ny = 3, N = 12, B = 2, C;
+  SurrogateOptions so;
+  HeatSurrogate<double> model;
+  ParameterBuffer<double> buf;
+  View1<double> u, out, tau;
+  View2<double> ex, coords;
+  SurrogateCache<double> cache;
+  CondSetup(SurrogateOptions o, std::uint64_t seed = 3)
+      : C(o.extra_channels), so(o), model(o, 2, {1.0, 0.75}), u("u", 24), out("out", 24), tau("tau", 2),
+        ex("ex", 24, o.extra_channels), coords("x", 12, 2) {
+    model.declare(buf);
+    buf.allocate();
+    model.init(buf, seed);
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> nd(0.0, 1.0);
+    // A generic point: the initialisation's zeros (A = 0, wm = 0) would hide most of the gradient.
+    auto p = buf.get_host();
+    for (auto& x : p) x += 0.3 * nd(rng);
+    buf.set_host(p);
+    auto hu = Kokkos::create_mirror_view(u);
+    auto he = Kokkos::create_mirror_view(ex);
+    auto hc = Kokkos::create_mirror_view(coords);
+    auto ht = Kokkos::create_mirror_view(tau);
+    for (long n = 0; n < N; ++n) {
+      hc(n, 0) = (n % nx) * 0.25;
+      hc(n, 1) = (n / nx) * 0.25;
+    }
+    for (long t = 0; t < B * N; ++t) {
+      hu(t) = nd(rng);
+      for (long c = 0; c < C; ++c) he(t, c) = nd(rng);
+    }
+    ht(0) = 1.0;
+    ht(1) = 2.0;
+    Kokkos::deep_copy(u, hu);
+    Kokkos::deep_copy(ex, he);
+    Kokkos::deep_copy(coords, hc);
+    Kokkos::deep_copy(tau, ht);
+    // Several key and query blocks in tiled mode even on 12 points.
+    cache.ws.tile_budget = 16;
+    cache.ws.min_tile_rows = 2;
+  }
+  std::vector<double> run(const View1<double>& field) {
+    model.forward(out, cache, field, ex, coords, B, N, buf, tau);
+    auto h = to_host(out);
+    return std::vector<double>(h.data(), h.data() + B * N);
+  }
+  std::vector<double> run() { return run(u); }
+};
+
+double dot(const std::vector<double>& a, const std::vector<double>& w) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * w[i];
+  return s;
+}
+
+// J = Σ w_t ŷ_t: every parameter's and every input value's gradient against central differences.
+void check_gradients(SurrogateOptions so, double* worst_param, double* worst_input) {
+  CondSetup s(so);
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  std::vector<double> w(s.B * s.N);
+  for (auto& x : w) x = nd(rng);
+  View1<double> dout("dout", s.B * s.N), du("du", s.B * s.N);
+  auto hd = Kokkos::create_mirror_view(dout);
+  for (long t = 0; t < s.B * s.N; ++t) hd(t) = w[t];
+  Kokkos::deep_copy(dout, hd);
+  s.buf.zero_grads();
+  s.run();
+  s.model.backward(s.cache, dout, s.buf, du);
+  const auto grads = s.buf.get_host(Slot::Grads);
+  const auto dus = to_host(du);
+  auto p0 = s.buf.get_host();
+  const double eps = 1e-6;
+  double wp = 0, wi = 0;
+  for (std::size_t i = 0; i < p0.size(); ++i) {
+    auto p = p0;
+    p[i] = p0[i] + eps;
+    s.buf.set_host(p);
+    const double jp = dot(s.run(), w);
+    p[i] = p0[i] - eps;
+    s.buf.set_host(p);
+    const double jm = dot(s.run(), w);
+    const double fd = (jp - jm) / (2 * eps);
+    wp = std::max(wp, std::abs(fd - grads[i]) / std::max(1.0, std::abs(fd)));
+  }
+  s.buf.set_host(p0);
+  auto hu = to_host(s.u);
+  for (long t = 0; t < s.B * s.N; ++t) {
+    View1<double> v("v", s.B * s.N);
+    auto hv = Kokkos::create_mirror_view(v);
+    for (long q = 0; q < s.B * s.N; ++q) hv(q) = hu(q);
+    hv(t) = hu(t) + eps;
+    Kokkos::deep_copy(v, hv);
+    const double jp = dot(s.run(v), w);
+    hv(t) = hu(t) - eps;
+    Kokkos::deep_copy(v, hv);
+    const double jm = dot(s.run(v), w);
+    const double fd = (jp - jm) / (2 * eps);
+    wi = std::max(wi, std::abs(fd - dus(t)) / std::max(1.0, std::abs(fd)));
+  }
+  *worst_param = wp;
+  *worst_input = wi;
+}
+
+}  // namespace
+
+TEST(HeatConditioned, StartsAsTheIdentityMap) {
+  SurrogateOptions so = cond_options(1, false, false, 2, "auto");
+  HeatSurrogate<double> model(so, 2, {1.0, 0.75});
+  ParameterBuffer<double> buf;
+  model.declare(buf);
+  buf.allocate();
+  model.init(buf, 5);
+  CondSetup s(so);
+  s.buf.set_host(buf.get_host());  // the plain initialisation, not the perturbed point
+  const auto y = s.run();
+  auto hu = to_host(s.u);
+  for (long t = 0; t < s.B * s.N; ++t) EXPECT_EQ(y[t], hu(t)) << t;
+}
+
+TEST(HeatConditioned, GradientsMatchCentralDifferencesDenseAndTiled) {
+  for (const char* mem : {"dense", "tiled"}) {
+    double wp = 1, wi = 1;
+    check_gradients(cond_options(1, false, false, 2, mem), &wp, &wi);
+    std::printf("conditioned %s, 2 layers: worst parameter gradient error %.2e, input %.2e\n", mem, wp, wi);
+    EXPECT_LT(wp, 1e-7) << mem;
+    EXPECT_LT(wi, 1e-7) << mem;
+    // Two channels, their stencil differences and the horizon input in the conditioning.
+    check_gradients(cond_options(2, true, true, 1, mem), &wp, &wi);
+    std::printf("conditioned %s, stencil + dt_input: worst parameter gradient error %.2e, input %.2e\n", mem, wp, wi);
+    EXPECT_LT(wp, 1e-7) << mem << " stencil + dt_input";
+    EXPECT_LT(wi, 1e-7) << mem << " stencil + dt_input";
+  }
+}
+
+TEST(HeatConditioned, TiledAttentionEqualsDense) {
+  CondSetup a(cond_options(1, true, false, 2, "dense")), b(cond_options(1, true, false, 2, "tiled"));
+  const auto ya = a.run(), yb = b.run();
+  EXPECT_GT(a.cache.cp[0].extent(0), 0u);
+  EXPECT_EQ(b.cache.cp[0].extent(0), 0u);
+  for (std::size_t t = 0; t < ya.size(); ++t) EXPECT_NEAR(ya[t], yb[t], 1e-12) << t;
+  const auto ma = a.model.attention_map(a.cache, a.buf, 1, 1, 5), mb = b.model.attention_map(b.cache, b.buf, 1, 1, 5);
+  double sum = 0;
+  for (std::size_t j = 0; j < ma.size(); ++j) {
+    EXPECT_NEAR(ma[j], mb[j], 1e-12);
+    sum += ma[j];
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-12);
+}
+
+TEST(HeatConditioned, PredictionIsAffineInTheFieldAndLinearWithoutTheBias) {
+  CondSetup s(cond_options(1, true, true, 2, "auto"));
+  const long T = s.B * s.N;
+  View1<double> v("v", T), zero("zero", T), mix("mix", T);
+  auto hu = to_host(s.u);
+  auto hv = Kokkos::create_mirror_view(v);
+  auto hm = Kokkos::create_mirror_view(mix);
+  const double al = 0.7, be = -1.9;
+  for (long t = 0; t < T; ++t) {
+    hv(t) = std::sin(1.0 + 3.0 * t);
+    hm(t) = al * hu(t) + be * hv(t);
+  }
+  Kokkos::deep_copy(v, hv);
+  Kokkos::deep_copy(mix, hm);
+  const auto f0 = s.run(zero), fu = s.run(s.u), fv = s.run(v), fm = s.run(mix);
+  double bias = 0;
+  for (long t = 0; t < T; ++t) {
+    EXPECT_NEAR(fm[t] - f0[t], al * (fu[t] - f0[t]) + be * (fv[t] - f0[t]), 1e-12) << t;
+    bias = std::max(bias, std::abs(f0[t]));
+  }
+  EXPECT_GT(bias, 1e-3);  // the affine part e(c) is really there at this point
+  // Without e (the last mixing row, weights and bias, in every layer) the map is linear: f(0) = 0.
+  for (long l = 0; l < 2; ++l) {
+    const std::string pre = "cond." + std::to_string(l) + ".";
+    auto wm = s.buf.view2(pre + "wm");
+    auto bm = s.buf.view1(pre + "bm");
+    auto hw = Kokkos::create_mirror_view(wm);
+    auto hb = Kokkos::create_mirror_view(bm);
+    Kokkos::deep_copy(hw, wm);
+    Kokkos::deep_copy(hb, bm);
+    const long e = long(hb.extent(0)) - 1;
+    for (long f = 0; f < long(hw.extent(1)); ++f) hw(e, f) = 0;
+    hb(e) = 0;
+    Kokkos::deep_copy(wm, hw);
+    Kokkos::deep_copy(bm, hb);
+  }
+  const auto g0 = s.run(zero), gu = s.run(s.u), gv = s.run(v), gm = s.run(mix);
+  for (long t = 0; t < T; ++t) {
+    EXPECT_EQ(g0[t], 0.0);
+    EXPECT_NEAR(gm[t], al * gu[t] + be * gv[t], 1e-12) << t;
+  }
+}
+
+TEST(HeatConditioned, SamplesWithTheSameChannelsShareOneKernelAndOthersDoNot) {
+  CondSetup s(cond_options(1, false, false, 1, "dense"));
+  s.so.dt_input = false;
+  auto he = to_host(s.ex);
+  for (long n = 0; n < s.N; ++n) he(s.N + n, 0) = he(n, 0);  // sample 1 gets sample 0's channel
+  Kokkos::deep_copy(s.ex, he);
+  s.run();
+  auto p = to_host(s.cache.cp[0]);  // [B*H, N, N]
+  const long H = s.so.kernel_heads;
+  for (long h = 0; h < H; ++h)
+    for (long i = 0; i < s.N; ++i)
+      for (long j = 0; j < s.N; ++j) ASSERT_EQ(p(h, i, j), p(H + h, i, j));
+  // The output is then one shared linear map of the fields: the same as running each sample alone.
+  he(s.N + 3, 0) += 0.5;  // a different channel value changes that sample's kernel
+  Kokkos::deep_copy(s.ex, he);
+  s.run();
+  auto q = to_host(s.cache.cp[0]);
+  double diff = 0;
+  for (long h = 0; h < H; ++h)
+    for (long i = 0; i < s.N; ++i)
+      for (long j = 0; j < s.N; ++j) {
+        diff = std::max(diff, std::abs(q(h, i, j) - q(H + h, i, j)));
+        ASSERT_EQ(q(h, i, j), p(h, i, j));  // sample 0 is untouched
+      }
+  EXPECT_GT(diff, 1e-4);
+}
+
+TEST(HeatConditioned, RefusesAModelWithoutChannels) {
+  SurrogateOptions so = cond_options(0, false, false, 1, "auto");
+  try {
+    so.validate();
+    FAIL() << "no channel accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("data.channels"), std::string::npos) << e.what();
+  }
+  so.input_kappa = true;  // the shorthand gives the one channel
+  EXPECT_NO_THROW(so.validate());
+  so.coords = "fourier";
+  EXPECT_THROW(so.validate(), Error);
+  so.coords = "harmonics";
+  so.conditioned_attention = "sparse";
+  EXPECT_THROW(so.validate(), Error);
+}
