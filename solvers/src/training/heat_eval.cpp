@@ -121,7 +121,14 @@ void HeatEvaluator::run_speed(HeatRunResult& res, const HeatPairs& test, double 
   // Up to 4096 steps per horizon, or four times the reference's steps for long horizons.
   const long max_steps = std::max(4096L, 4 * ref_steps);
   EqualAccuracy eq = equal_accuracy_steps(run, target, max_steps);
-  if (eq.reached) eq.seconds = std::min(eq.seconds, run(eq.steps).seconds);  // best of two timings
+  if (eq.reached) {  // the best of several timings (at least two, up to five while they total under 0.2 s)
+    double total = eq.seconds;
+    for (int rep = 0; rep < 4 && (rep == 0 || total < 0.2); ++rep) {
+      const double t = run(eq.steps).seconds;
+      eq.seconds = std::min(eq.seconds, t);
+      total += t;
+    }
+  }
   speed_ = eq;
   res.solver_steps_equal_accuracy = eq.steps;
   res.solver_rel_l2_equal_accuracy = eq.rel_l2;
