@@ -255,14 +255,15 @@ TEST(HeatConditioned, SamplesWithTheSameChannelsShareOneKernelAndOthersDoNot) {
 
 TEST(HeatConditioned, RefusesAModelWithoutChannels) {
   SurrogateOptions so = cond_options(0, false, false, 1, "auto");
+  EXPECT_NO_THROW(so.validate());  // a run validates before data.channels sets the channel count
   try {
-    so.validate();
+    HeatSurrogate<double> model(so, 2, {1.0, 1.0});
     FAIL() << "no channel accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("data.channels"), std::string::npos) << e.what();
   }
   so.input_kappa = true;  // the shorthand gives the one channel
-  EXPECT_NO_THROW(so.validate());
+  EXPECT_NO_THROW(HeatSurrogate<double>(so, 2, {1.0, 1.0}));
   so.coords = "fourier";
   EXPECT_THROW(so.validate(), Error);
   so.coords = "harmonics";

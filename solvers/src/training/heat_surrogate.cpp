@@ -52,9 +52,6 @@ void SurrogateOptions::validate() const {
           "' is unknown: use kernel, conditioned or transformer");
   require(kind != "conditioned" || coords == "harmonics", "model.kind = conditioned builds its queries and keys ",
           "from the harmonic coordinate encoding and the channels: set model.coords = harmonics");
-  require(kind != "conditioned" || extra_inputs() >= 1, "model.kind = conditioned conditions its attention on the ",
-          "extra input channels but none is given: set data.channels (e.g. [\"kappa\"]), or use model.kind = kernel ",
-          "for a constant-coefficient problem");
   require(conditioned_attention == "auto" || conditioned_attention == "dense" || conditioned_attention == "tiled",
           "model.conditioned_attention '", conditioned_attention, "' is unknown: use auto, dense or tiled");
   require(kind != "kernel" || coords == "harmonics", "model.kind = kernel builds its queries and keys from the ",
@@ -79,6 +76,10 @@ template <class T>
 HeatSurrogate<T>::HeatSurrogate(SurrogateOptions options, int dim, std::vector<double> lengths)
     : opt_([&] {
         options.validate();
+        // Here, not in validate(): a run's configuration is validated before data.channels sets extra_channels.
+        require(options.kind != "conditioned" || options.extra_inputs() >= 1, "model.kind = conditioned conditions its ",
+                "attention on the extra input channels but none is given: set data.channels (e.g. [\"kappa\"]), or use ",
+                "model.kind = kernel for a constant-coefficient problem");
         require(dim == 1 || dim == 2, "the heat surrogate handles 1D and 2D grids, got dim = ", dim);
         require(long(lengths.size()) == dim, "heat surrogate: ", lengths.size(), " box lengths for dim ", dim);
         options.encoder.d_in = options.num_features(dim);
