@@ -535,8 +535,8 @@ class Trainer:
     unroll: multi-step training. unroll=K > 1 trains on trajectories (fit targets of shape [samples, K, ...], or
         K + 1 snapshots of a file): the model is applied K times to its own prediction (channels and tau held
         fixed) and the loss is the mean over the K steps of the relative L2. unroll_grad: "full" (back-propagated
-        through all K applications; memory K times a one-step batch) or "last" (pushforward: only the last
-        application is trained, on the input its predecessors produced). unroll_warmup_steps: one-step training
+        through all K applications; memory K times a one-step batch) or "last" (pushforward: each step runs
+        0..K-1 applications without gradient, then trains one on their output). unroll_warmup_steps: one-step training
         before that step. Validation then scores the same K-step rollout (val targets [samples, K, ...]).
         unroll=1 (default) is one-step training.
     callback(step, info): after every step, info = {"loss", "lr", "grad_norm", "seconds", "val_rel_l2" (None when

@@ -137,6 +137,15 @@ std::vector<long> batch_indices(long step, long batch, long n_train, long seed) 
   return out;
 }
 
+// Pushforward (train.unroll_grad = last): the applications run without gradient before the trained one at optimizer
+// step `step`, drawn uniformly from 0..K − 1 and fixed by the seed and the step (every rank, and a resumed run,
+// draws the same), as in Brandstetter et al. 2022: the model is trained on exact inputs as well as on inputs that
+// its own earlier predictions drifted.
+long pushforward_free_steps(long step, long K, long seed) {
+  CounterRng rng(std::uint64_t(seed), 0x9F5F0000ULL + std::uint64_t(step));
+  return long(rng.below(std::uint64_t(K)));
+}
+
 // Sums a slot of the parameter buffer over ranks (host staging; a no-op on one rank).
 void allreduce_slot(const Comm& comm, const ParameterBuffer<T>& buf, Slot slot) {
   if (comm.size() == 1) return;
@@ -347,7 +356,8 @@ FitResult fit_heat_surrogate(const HeatSurrogate<T>& model, ParameterBuffer<T>& 
       gather_channels(eb, tr_ex, Kokkos::subview(idx, std::make_pair(0L, Bl)), Bl);
       const ConstMat<T> es = C > 0 ? ConstMat<T>(eb.data(), Bl * P, C) : ConstMat<T>();
       // The curriculum: one-step training before train.unroll_warmup_steps.
-      const long Ks = step < Tr.unroll_warmup_steps ? 1 : K;
+      long Ks = step < Tr.unroll_warmup_steps ? 1 : K;
+      if (unroll_grad == UnrollGrad::Last && Ks > 1) Ks = 1 + pushforward_free_steps(step, K, Tr.seed);
       UnrollBatch<T> ub;
       ub.input = xs;
       ub.targets.push_back(ys);

@@ -48,7 +48,7 @@ void TrainOptions::declare(OptionSet& set) {
           Range::at_least(1));
   set.add("train.unroll_grad", &unroll_grad,
           "unrolled training: full (mean loss over the K steps, gradient through all of them) or last (pushforward: "
-          "loss and gradient of the last step only, its input held constant)",
+          "per step, 0..K-1 applications without gradient, then one trained application on their output)",
           {"full", "last"});
   set.add("train.unroll_warmup_steps", &unroll_warmup_steps,
           "optimizer steps of one-step training before unrolled training starts (0: unrolled from the start)",

@@ -10,7 +10,7 @@
 //                      forward passes), K predictions.
 //   UnrollGrad::Last   pushforward (Brandstetter et al. 2022): L = ℓ(û_K, u_K), with û_{K−1} treated as a constant
 //                      input: the first K − 1 applications run without gradient, only the last one is back-
-//                      propagated. Memory: one cache.
+//                      propagated. Memory: one cache. (The training loop draws K per optimizer step from 1..unroll.)
 // K = 1 is one-step training: the same forward, loss and backward calls as the plain loop, bit for bit.
 // mean_over: as in relative_loss (a shard of a batch of mean_over samples: the shards' losses and gradients add
 // up to those of the whole batch; Full divides by K·mean_over).

@@ -40,8 +40,9 @@ namespace attnphys::training {
 // Where the gradient of unrolled training flows (train.unroll_grad).
 enum class UnrollGrad {
   Full,  // through every application: the loss is the mean over the K steps, back-propagated through the chain
-  Last,  // pushforward: the first K − 1 applications run without gradient, only the last is trained (on the
-         // drifted input its predecessors produced), and the loss is that last step's
+  Last,  // pushforward (Brandstetter et al. 2022): each optimizer step draws N from 0..K − 1 (fixed by train.seed
+         // and the step), N applications run without gradient and the next one is trained, on the input they
+         // drifted, against u_{N+1}; the loss is that step's
 };
 UnrollGrad parse_unroll_grad(const std::string& text);
 
@@ -57,8 +58,9 @@ struct TrainOptions {
   // Multi-step training. unroll = K: each sample is a trajectory (u_0, u_1, ..., u_K) one (sample) horizon apart;
   // the model is applied K times to its own output (extra channels and horizon held fixed) and, with
   // unroll_grad = full, the loss is the unweighted mean over the K steps of the relative L2 (+ H1) against u_j,
-  // back-propagated through all K applications (memory: K one-step caches); with last (pushforward), only the
-  // last step's loss, its gradient stopped at its input. unroll_warmup_steps: plain one-step training before
+  // back-propagated through all K applications (memory: K one-step caches); with last (pushforward), one step's
+  // loss after 0..K − 1 applications without gradient (drawn per optimizer step; UnrollGrad::Last; memory: one
+  // cache). unroll_warmup_steps: plain one-step training before
   // that step (a curriculum). Validation (best parameters, early stopping) is then on the rollout it trains: the
   // mean relative L2 over the K steps from the validation samples' starts (val_rel_l2 in metrics.csv), and the
   // validation samples give fewer starts from a file (those with K targets). K = 1: one-step training, bit for bit
