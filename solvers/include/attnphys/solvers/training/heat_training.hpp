@@ -7,6 +7,7 @@
 //
 // Training: relative L2 loss (optionally + an H1 term) on denormalised fields, AdamW with warm-up + cosine,
 // mini-batches in a per-epoch permutation fixed by the seed, validation every eval_every steps with early stopping,
+// multi-step (unrolled) training on trajectories with train.unroll (TrainOptions below),
 // checkpoints (parameters, optimizer moments, step, normaliser, best parameters, config) every checkpoint_every
 // steps and at the end, written to a temporary file and renamed. resume = PATH continues a run to the same result
 // as an uninterrupted one. A NaN/Inf loss stops the run with a clear error; the last good checkpoint stays.
