@@ -31,18 +31,21 @@ SurrogateOptions cond_options(long channels, bool stencil, bool dt_input, long l
   return so;
 }
 
-// A 2D periodic 4 x 3 grid (box 1 x 0.75), B samples of a field and C channels, random but reproducible.
+// A 2D periodic 4 x 3 grid (box 1 x 0.75), B samples of a field and C channels, random but reproducible. With
+// dim = 1: 12 points spaced 0.25; lengths (the encoding periods) decide which axes are periodic (n·h = length).
 struct CondSetup {
   long nx = 4, ny = 3, N = 12, B = 2, C;
+  int dim;
   SurrogateOptions so;
   HeatSurrogate<double> model;
   ParameterBuffer<double> buf;
   View1<double> u, out, tau;
   View2<double> ex, coords;
   SurrogateCache<double> cache;
-  CondSetup(SurrogateOptions o, std::uint64_t seed = 3)
-      : C(o.extra_channels), so(o), model(o, 2, {1.0, 0.75}), u("u", 24), out("out", 24), tau("tau", 2),
-        ex("ex", 24, o.extra_channels), coords("x", 12, 2) {
+  CondSetup(SurrogateOptions o, std::uint64_t seed = 3, int dim_ = 2, std::vector<double> lengths = {1.0, 0.75})
+      : C(o.extra_channels), dim(dim_), so(o), model(o, dim_, lengths), u("u", 24), out("out", 24), tau("tau", 2),
+        ex("ex", 24, o.extra_channels), coords("x", 12, dim_) {
+    if (dim == 1) nx = 12, ny = 1;
     model.declare(buf);
     buf.allocate();
     model.init(buf, seed);
@@ -58,7 +61,7 @@ struct CondSetup {
     auto ht = Kokkos::create_mirror_view(tau);
     for (long n = 0; n < N; ++n) {
       hc(n, 0) = (n % nx) * 0.25;
-      hc(n, 1) = (n / nx) * 0.25;
+      if (dim > 1) hc(n, 1) = (n / nx) * 0.25;
     }
     for (long t = 0; t < B * N; ++t) {
       hu(t) = nd(rng);
@@ -89,8 +92,9 @@ double dot(const std::vector<double>& a, const std::vector<double>& w) {
 }
 
 // J = Σ w_t ŷ_t: every parameter's and every input value's gradient against central differences.
-void check_gradients(SurrogateOptions so, double* worst_param, double* worst_input) {
-  CondSetup s(so);
+void check_gradients(SurrogateOptions so, double* worst_param, double* worst_input, int dim = 2,
+                     std::vector<double> lengths = {1.0, 0.75}) {
+  CondSetup s(so, 3, dim, lengths);
   std::mt19937_64 rng(11);
   std::normal_distribution<double> nd(0.0, 1.0);
   std::vector<double> w(s.B * s.N);
@@ -268,5 +272,147 @@ TEST(HeatConditioned, RefusesAModelWithoutChannels) {
   EXPECT_THROW(so.validate(), Error);
   so.coords = "harmonics";
   so.conditioned_attention = "sparse";
+  EXPECT_THROW(so.validate(), Error);
+}
+
+// ------------------------------------------------------------------ the κ-conditioned local stencil (model.local_radius)
+
+namespace {
+
+SurrogateOptions local_options(long radius, long layers, bool stencil = false, bool dt_input = false) {
+  SurrogateOptions so = cond_options(1, stencil, dt_input, layers, "dense");
+  so.local_radius = radius;
+  return so;
+}
+
+// The four geometries: 2D periodic, 2D edge-repeated, 1D periodic, 1D edge-repeated (lengths = n·h or 2·n·h).
+struct Geometry {
+  const char* name;
+  int dim;
+  std::vector<double> lengths;
+};
+const Geometry kGeometries[] = {{"2D periodic", 2, {1.0, 0.75}},
+                                {"2D non-periodic", 2, {2.0, 1.5}},
+                                {"1D periodic", 1, {3.0}},
+                                {"1D non-periodic", 1, {6.0}}};
+
+}  // namespace
+
+TEST(HeatConditionedLocal, GradientsMatchCentralDifferences) {
+  // r = 2 on the periodic 3-point y axis: the window (5) is longer than the axis, offsets wrap onto one point.
+  for (long r : {1L, 2L})
+    for (const auto& g : kGeometries) {
+      double wp = 1, wi = 1;
+      check_gradients(local_options(r, 2), &wp, &wi, g.dim, g.lengths);
+      std::printf("local r=%ld %s, 2 layers: worst parameter gradient error %.2e, input %.2e\n", r, g.name, wp, wi);
+      EXPECT_LT(wp, 1e-7) << g.name << " r=" << r;
+      EXPECT_LT(wi, 1e-7) << g.name << " r=" << r;
+    }
+  double wp = 1, wi = 1;  // with the channels' stencil differences and the horizon in z, tiled attention
+  SurrogateOptions so = local_options(2, 1, true, true);
+  so.conditioned_attention = "tiled";
+  check_gradients(so, &wp, &wi, 2, {2.0, 1.5});
+  std::printf("local r=2 2D non-periodic, stencil + dt_input, tiled: parameter %.2e, input %.2e\n", wp, wi);
+  EXPECT_LT(wp, 1e-7);
+  EXPECT_LT(wi, 1e-7);
+}
+
+// With every parameter 0 but one stencil bias b_s = 1, one layer is the pure shift ŷ_i = û_{i+s}: wrapped on a
+// periodic axis, the edge value on the others.
+TEST(HeatConditionedLocal, OneStencilWeightIsTheShiftedField) {
+  const long r = 2, sx = 2, sy = -1;
+  for (const auto& g : kGeometries) {
+    CondSetup s(local_options(r, 1), 3, g.dim, g.lengths);
+    auto p = s.buf.get_host();
+    for (auto& x : p) x = 0;
+    s.buf.set_host(p);
+    auto bl = s.buf.view1("cond.0.bl");
+    auto hb = Kokkos::create_mirror_view(bl);
+    Kokkos::deep_copy(hb, bl);
+    const long ry = g.dim > 1 ? r : 0, esy = g.dim > 1 ? sy : 0;
+    ASSERT_EQ(long(hb.extent(0)), (2 * r + 1) * (2 * ry + 1));
+    hb((esy + ry) * (2 * r + 1) + sx + r) = 1;
+    Kokkos::deep_copy(bl, hb);
+    const auto y = s.run();
+    auto hu = to_host(s.u);
+    const bool per = g.lengths[0] == (g.dim > 1 ? 1.0 : 3.0);
+    auto nb = [&](long i, long d, long n) {
+      const long k = i + d;
+      return per ? ((k % n) + n) % n : std::min(std::max(k, 0L), n - 1);
+    };
+    for (long b = 0; b < s.B; ++b)
+      for (long n = 0; n < s.N; ++n) {
+        const long i = n % s.nx, j = n / s.nx;
+        const long q = nb(j, esy, s.ny) * s.nx + nb(i, sx, s.nx);
+        EXPECT_EQ(y[b * s.N + n], hu(b * s.N + q)) << g.name << " token " << n;
+      }
+  }
+}
+
+TEST(HeatConditionedLocal, PredictionStaysAffineInTheField) {
+  for (const auto& g : kGeometries) {
+    CondSetup s(local_options(2, 2, true, true), 3, g.dim, g.lengths);
+    const long T = s.B * s.N;
+    View1<double> v("v", T), zero("zero", T), mix("mix", T);
+    auto hu = to_host(s.u);
+    auto hv = Kokkos::create_mirror_view(v);
+    auto hm = Kokkos::create_mirror_view(mix);
+    const double al = 0.7, be = -1.9;
+    for (long t = 0; t < T; ++t) {
+      hv(t) = std::sin(1.0 + 3.0 * t);
+      hm(t) = al * hu(t) + be * hv(t);
+    }
+    Kokkos::deep_copy(v, hv);
+    Kokkos::deep_copy(mix, hm);
+    const auto f0 = s.run(zero), fu = s.run(s.u), fv = s.run(v), fm = s.run(mix);
+    for (long t = 0; t < T; ++t)
+      EXPECT_NEAR(fm[t] - f0[t], al * (fu[t] - f0[t]) + be * (fv[t] - f0[t]), 1e-12) << g.name << " " << t;
+  }
+}
+
+// r = 0 declares no local parameters and computes as before; r > 0 with its (initial) zero weights gives the same
+// numbers bit for bit, and its blocks come after all the others, so the other parameters start identical.
+TEST(HeatConditionedLocal, RadiusZeroAndZeroWeightsAreBitIdenticalToTheModelWithout) {
+  for (const auto& g : kGeometries) {
+    CondSetup a(local_options(0, 2, true, true), 3, g.dim, g.lengths), b(local_options(2, 2, true, true), 3, g.dim,
+                                                                         g.lengths);
+    for (const auto& blk : a.buf.blocks()) EXPECT_EQ(blk.name.find("wl"), std::string::npos) << blk.name;
+    // Plain initialisations: the shared parameters agree, the local ones are zero.
+    ParameterBuffer<double> pa, pb;
+    a.model.declare(pa);
+    pa.allocate();
+    a.model.init(pa, 5);
+    b.model.declare(pb);
+    pb.allocate();
+    b.model.init(pb, 5);
+    const auto ha = pa.get_host(), hb = pb.get_host();
+    ASSERT_GT(hb.size(), ha.size());
+    for (std::size_t i = 0; i < hb.size(); ++i) EXPECT_EQ(hb[i], i < ha.size() ? ha[i] : 0.0) << i;
+    // At the perturbed point of a: b with a's parameters and zero local weights.
+    auto p = a.buf.get_host();
+    const std::size_t n0 = p.size();
+    p.resize(hb.size(), 0.0);
+    b.buf.set_host(p);
+    Kokkos::deep_copy(b.u, a.u);  // the setups draw their fields after their (differently many) parameters
+    Kokkos::deep_copy(b.ex, a.ex);
+    const auto ya = a.run(), yb = b.run();
+    EXPECT_TRUE(a.cache.cw.empty());
+    EXPECT_EQ(long(b.cache.cw.size()), 2);
+    for (std::size_t t = 0; t < ya.size(); ++t) EXPECT_EQ(ya[t], yb[t]) << g.name << " " << t;
+    // ... and the local term does act once its weights are not zero.
+    for (std::size_t i = n0; i < p.size(); ++i) p[i] = 0.01 * double(i % 7);
+    b.buf.set_host(p);
+    const auto yc = b.run();
+    double diff = 0;
+    for (std::size_t t = 0; t < ya.size(); ++t) diff = std::max(diff, std::abs(yc[t] - ya[t]));
+    EXPECT_GT(diff, 1e-4) << g.name;
+  }
+  SurrogateOptions so = cond_options(1, false, false, 1, "auto");
+  so.local_radius = -1;
+  EXPECT_THROW(so.validate(), Error);
+  so.local_radius = 2;
+  EXPECT_NO_THROW(so.validate());
+  so.kind = "kernel";
+  so.extra_channels = 0;
   EXPECT_THROW(so.validate(), Error);
 }

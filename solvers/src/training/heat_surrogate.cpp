@@ -40,6 +40,10 @@ void SurrogateOptions::declare(OptionSet& set) {
   set.add("model.input_kappa", &input_kappa, "shorthand for data.channels = [\"kappa\"] (transformer)");
   set.add("model.stencil", &stencil,
           "transformer: add the local first and second differences of u and of every channel to each token");
+  set.add("model.local_radius", &local_radius,
+          "conditioned: radius r of a κ-conditioned local stencil added in every layer, (2r+1)^dim weights per "
+          "token (0: none)",
+          Range::non_negative());
   set.add("model.dt_input", &dt_input, "feed the horizon Δt/Δt_base (train with several data.horizons)");
   set.add("model.final_norm", &encoder.final_norm, "LayerNorm before the readout");
 }
@@ -61,6 +65,9 @@ void SurrogateOptions::validate() const {
   require(kind != "kernel" || extra_channels == 0, "model.kind = kernel is linear in the field and cannot take ",
           "extra input channels (data.channels): use model.kind = transformer");
   require(extra_channels >= 0, "heat surrogate: negative number of extra channels");
+  require(local_radius >= 0, "model.local_radius must be >= 0, got ", local_radius);
+  require(local_radius == 0 || kind == "conditioned", "model.local_radius adds a κ-conditioned local stencil to ",
+          "model.kind = conditioned only: set model.kind = conditioned or model.local_radius = 0");
   require(kind != "kernel" || !stencil, "model.stencil adds nonlinear token features; model.kind = kernel is linear ",
           "in the field: use model.kind = transformer");
   require(encoder.attention != "factored", "model.attention = factored needs a fixed sequence length; the heat ",
@@ -102,6 +109,12 @@ long HeatSurrogate<T>::cond_width() const {
 }
 
 template <class T>
+long HeatSurrogate<T>::local_size() const {
+  const long w = 2 * opt_.local_radius + 1;
+  return opt_.local_radius > 0 ? (dim_ > 1 ? w * w : w) : 0;
+}
+
+template <class T>
 void HeatSurrogate<T>::declare(ParameterBuffer<T>& buf) {
   if (kind_ == Kind::Conditioned) {
     const long H = opt_.kernel_heads, dk = opt_.kernel_dk, Fc = cond_width(), d = opt_.encoder.d_model;
@@ -125,6 +138,15 @@ void HeatSurrogate<T>::declare(ParameterBuffer<T>& buf) {
       buf.add(cp(l) + "bm", {H * dk + 2}, false);
       kernel_plan_.push_back({cp(l) + "bm", ops::InitSpec::Kind::Constant, 0.0});
     }
+    // The local stencil weights after every other block: the blocks above keep their random streams, so a model
+    // with model.local_radius > 0 starts from the same parameters as without it, plus zeros.
+    if (const long S = local_size(); S > 0)
+      for (long l = 0; l < opt_.kernel_layers; ++l) {
+        buf.add(cp(l) + "wl", {S, Dz});
+        kernel_plan_.push_back({cp(l) + "wl", ops::InitSpec::Kind::Constant, 0.0});
+        buf.add(cp(l) + "bl", {S}, false);
+        kernel_plan_.push_back({cp(l) + "bl", ops::InitSpec::Kind::Constant, 0.0});
+      }
     return;
   }
   if (kind_ == Kind::Kernel) {
@@ -276,13 +298,15 @@ SurrogateGrid infer_grid(const ConstMat<T>& coords, long len, int dim, const std
     g.nx = 1;
     while (g.nx < len && c(g.nx, 1) == c(0, 1)) ++g.nx;
     g.ny = len / g.nx;
-    require(g.nx * g.ny == len, "heat surrogate: model.stencil needs a regular grid (x fastest); the coordinates ",
-            "do not form one");
+    require(g.nx * g.ny == len, "heat surrogate: model.stencil and model.local_radius need a regular grid (x ",
+            "fastest); the coordinates do not form one");
   }
-  require(g.nx >= 2 && (dim == 1 || g.ny >= 2), "heat surrogate: model.stencil needs at least 2 points per axis");
+  require(g.nx >= 2 && (dim == 1 || g.ny >= 2), "heat surrogate: model.stencil and model.local_radius need at ",
+          "least 2 points per axis");
   g.hx = double(c(1, 0)) - double(c(0, 0));
   g.hy = dim > 1 ? double(c(g.nx, 1)) - double(c(0, 1)) : 1.0;
-  require(g.hx > 0 && g.hy > 0, "heat surrogate: model.stencil needs increasing coordinates along each axis");
+  require(g.hx > 0 && g.hy > 0, "heat surrogate: model.stencil and model.local_radius need increasing coordinates ",
+          "along each axis");
   g.px = std::abs(g.nx * g.hx - lengths[0]) <= 1e-6 * lengths[0];
   g.py = dim > 1 && std::abs(g.ny * g.hy - lengths[1]) <= 1e-6 * lengths[1];
   return g;
@@ -788,6 +812,94 @@ void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec
 
 // ------------------------------------------------------------------------- conditioned (channel-dependent) kernel attention
 
+// The local term's neighbour along one axis: index i + s among n points, wrapped (periodic) or clamped to the
+// edge (the edge value repeated).
+KOKKOS_INLINE_FUNCTION long local_axis(long i, long s, long n, bool periodic) {
+  long k = i + s;
+  if (periodic) {
+    k %= n;
+    if (k < 0) k += n;
+  } else {
+    k = k < 0 ? 0 : (k >= n ? n - 1 : k);
+  }
+  return k;
+}
+
+// ŷ(t) += Σ_s w(t, s) û(nb(t, s)) with nb(t, s) the grid neighbour of t at offset s = (sx, sy) ∈ {−r..r}^dim,
+// s index (sy + ry)(2r + 1) + sx + r.
+template <class T>
+void local_forward(const View1<T>& fout, const View2<T>& w, const View1<T>& fin, long len, long r, int dim,
+                   const SurrogateGrid& g) {
+  const SurrogateGrid grid = g;
+  const long ry = dim > 1 ? r : 0, wx = 2 * r + 1;
+  Kokkos::parallel_for(
+      "attnphys::cond_local", Kokkos::RangePolicy<ExecSpace>(0, long(fout.extent(0))), KOKKOS_LAMBDA(long t) {
+        const long b = t / len, n = t - b * len, i = n % grid.nx, j = n / grid.nx;
+        T acc = 0;
+        for (long sy = -ry; sy <= ry; ++sy) {
+          const long jj = local_axis(j, sy, grid.ny, grid.py);
+          for (long sx = -r; sx <= r; ++sx)
+            acc += w(t, (sy + ry) * wx + sx + r) * fin(b * len + jj * grid.nx + local_axis(i, sx, grid.nx, grid.px));
+        }
+        fout(t) += acc;
+      });
+}
+
+// The local term's backward: dw(t, s) = g(t) û(nb(t, s)) and du(n) += Σ_{t, s: nb(t, s) = n} w(t, s) g(t), the
+// latter gathered per n over the tokens within r cells of n along each axis (every token once, also when a
+// periodic axis has fewer than 2r + 1 points), so no two threads write one value.
+template <class T>
+void local_backward(const View2<T>& dw, const View1<T>& du, const View2<T>& w, const View1<T>& fin,
+                    const View1<T>& g, long len, long r, int dim, const SurrogateGrid& gr) {
+  const SurrogateGrid grid = gr;
+  const long ry = dim > 1 ? r : 0, wx = 2 * r + 1;
+  const long tokens = fin.extent(0);
+  Kokkos::parallel_for(
+      "attnphys::cond_local_dw", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+        const long b = t / len, n = t - b * len, i = n % grid.nx, j = n / grid.nx;
+        const T gt = g(t);
+        for (long sy = -ry; sy <= ry; ++sy) {
+          const long jj = local_axis(j, sy, grid.ny, grid.py);
+          for (long sx = -r; sx <= r; ++sx)
+            dw(t, (sy + ry) * wx + sx + r) =
+                gt * fin(b * len + jj * grid.nx + local_axis(i, sx, grid.nx, grid.px));
+        }
+      });
+  Kokkos::parallel_for(
+      "attnphys::cond_local_du", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+        const long b = t / len, n = t - b * len, i = n % grid.nx, j = n / grid.nx;
+        // Candidates along an axis: all points of a periodic axis shorter than the window, else the window.
+        const bool ax = grid.px && grid.nx <= wx, ay = grid.py && grid.ny <= 2 * ry + 1;
+        const long kx = ax ? grid.nx : wx, ky = ay ? grid.ny : 2 * ry + 1;
+        T acc = 0;
+        for (long cy = 0; cy < ky; ++cy) {
+          long qy = ay ? cy : j - ry + cy;
+          if (!ay) {
+            if (grid.py)
+              qy = local_axis(qy, 0, grid.ny, true);
+            else if (qy < 0 || qy >= grid.ny)
+              continue;
+          }
+          for (long cx = 0; cx < kx; ++cx) {
+            long qx = ax ? cx : i - r + cx;
+            if (!ax) {
+              if (grid.px)
+                qx = local_axis(qx, 0, grid.nx, true);
+              else if (qx < 0 || qx >= grid.nx)
+                continue;
+            }
+            const long q = b * len + qy * grid.nx + qx;
+            for (long sy = -ry; sy <= ry; ++sy) {
+              if (local_axis(qy, sy, grid.ny, grid.py) != j) continue;
+              for (long sx = -r; sx <= r; ++sx)
+                if (local_axis(qx, sx, grid.nx, grid.px) == i) acc += w(q, (sy + ry) * wx + sx + r) * g(q);
+            }
+          }
+        }
+        du(t) += acc;
+      });
+}
+
 // Conditioning columns [φ (2·M·dim harmonics), the C channels, (s)] of every token; the channels' stencil
 // differences follow (written by stencil_features with first_field = 1).
 template <class T>
@@ -834,12 +946,13 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
   grow(c.cond, tokens, Fc, "attnphys::cond_features");
   conditioning_features<T>(c.cond, extra, opt_.dt_input ? ops::ConstVec<T>(c.shift) : ops::ConstVec<T>(), coords, len,
                            opt_.harmonics, lx, ly);
+  const long S = local_size();
+  if ((opt_.stencil || S > 0) && (c.grid_key != coords.data() || c.grid_len != len)) {
+    c.grid = infer_grid<T>(coords, len, dim_, lengths_);
+    c.grid_key = coords.data();
+    c.grid_len = len;
+  }
   if (opt_.stencil) {
-    if (c.grid_key != coords.data() || c.grid_len != len) {
-      c.grid = infer_grid<T>(coords, len, dim_, lengths_);
-      c.grid_key = coords.data();
-      c.grid_len = len;
-    }
     stencil_features<T>(c.cond, F + C + (opt_.dt_input ? 1 : 0), ops::ConstVec<T>(), extra, C, len, dim_, c.grid, lx,
                         ly, 1);
   }
@@ -859,6 +972,7 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
                      (cond_memory_ == CondMemory::Auto && double(L) * batch * H * double(len) * len <= double(1L << 27));
   for (auto* v : {&c.cq, &c.ck, &c.cg, &c.cv, &c.cm, &c.com, &c.clse}) v->resize(L);
   for (auto* v : {&c.cqh, &c.ckh, &c.cvh, &c.coh, &c.cp}) v->resize(L);
+  c.cw.resize(S > 0 ? L : 0);
   c.field.resize(L + 1);
   grow1(c.field[0], tokens, "attnphys::cond_field");
   Kokkos::deep_copy(c.field[0], View1<const T>(u.data(), tokens));
@@ -908,6 +1022,11 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
             fout(t) = acc;
           });
     }
+    if (S > 0) {
+      grow(c.cw[l], tokens, S, "attnphys::cond_w");
+      ops::linear_forward<T>(c.cw[l], c.cz, params.view2(pre + "wl"), params.view1(pre + "bl"));
+      local_forward<T>(c.field[l + 1], c.cw[l], c.field[l], len, opt_.local_radius, dim_, c.grid);
+    }
   }
   Kokkos::deep_copy(View1<T>(out.data(), tokens), c.field[L]);
 }
@@ -935,6 +1054,9 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
   grow3(c.cdk3, batch * H, len, dk, "attnphys::cond_dk3");
   grow3(c.cdv3, batch * H, len, dk, "attnphys::cond_dv3");
   grow3(c.cdo3, batch * H, len, dk, "attnphys::cond_do3");
+  const long S = local_size();
+  require(S == 0 || long(c.cw.size()) == L, "heat surrogate backward: no conditioned forward pass to differentiate");
+  if (S > 0) grow(c.cdw, tokens, S, "attnphys::cond_dw");
   ops::ScoreSpec<T> spec;
   spec.heads = H;
   for (long l = L - 1; l >= 0; --l) {
@@ -984,6 +1106,10 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
     lin("wk", "bk", c.cdk);
     lin("wv", "bv", c.cdg);
     lin("wm", "bm", c.cdm);
+    if (S > 0) {  // the local term: its weights' gradient and its adjoint into û
+      local_backward<T>(c.cdw, gp, c.cw[l], c.field[l], g, len, opt_.local_radius, dim_, c.grid);
+      lin("wl", "bl", c.cdw);
+    }
     if (l > 0)
       std::swap(g, gp);
     else if (du.extent(0) > 0)

@@ -27,6 +27,11 @@
 //          (A = 0, b0 = 1, g = e_1) with the kernel kind's multi-width harmonic q/k. Cost B·H·N²·dk: dense
 //          attention with saved P when L·B·H·N² <= 2^27 (model.conditioned_attention = auto), else tiled
 //          (FlashAttention-2, O(N·dk) memory).
+//          Local term (model.local_radius = r > 0, regular grids): every layer adds a κ-conditioned stencil on its
+//          input field, ŷ_i += Σ_{s ∈ S} w_{l,s}(z_i) û_{i+s}, S = {−r..r}^dim ((2r+1)^dim offsets, x fastest), w_l a
+//          linear map of z (cond.l.wl, cond.l.bl, initialised to 0 so the model starts as without it); neighbours
+//          wrap on periodic axes and repeat the edge value on the others (the grid read as for model.stencil).
+//          Still exactly affine in û. r = 0 (default) declares nothing and computes exactly as before.
 //   transformer: the generic pre-LayerNorm encoder (operators/encoder.hpp) over tokens [û, extra channels, (s),
 //          coordinates], for nonlinear or variable-coefficient problems.
 //
@@ -65,6 +70,7 @@ struct SurrogateOptions {
   long harmonics = 4;               // M per axis
   bool input_kappa = false;         // shorthand for one extra channel "kappa" (data.channels; transformer only)
   bool stencil = false;             // transformer: + local differences of û and the channels (see below)
+  long local_radius = 0;            // conditioned: radius r of the κ-conditioned local stencil (0: none)
   long extra_channels = 0;          // not a key: extra input channels per token (set from data.channels by the run)
   bool dt_input = false;            // the horizon τ = Δt/Δt_base as an input (see above)
   SurrogateOptions();
@@ -111,6 +117,8 @@ struct SurrogateCache {
   View2<T> cond, cpre, cz, dz;
   std::vector<View2<T>> cq, ck, cg, cv, cm, com, clse;
   std::vector<View3<T>> cqh, ckh, cvh, coh, cp;
+  std::vector<View2<T>> cw;  // local_radius > 0: per layer the stencil weights w(z) [B*N, (2r+1)^dim]
+  View2<T> cdw;
   View3<T> cdq3, cdk3, cdv3, cdo3;
   View2<T> cdq, cdk, cdv, cdg, cdm, cdo, cdpre;
   ops::AttentionScratch<T> ws;
@@ -168,6 +176,7 @@ class HeatSurrogate {
   void conditioned_backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout, const ParameterBuffer<T>& params,
                             const ops::Vec<T>& du) const;
   long cond_width() const;  // Fc: conditioning features per token
+  long local_size() const;  // (2r+1)^dim offsets of the local term, 0 without it
   std::string cp(long l) const { return "cond." + std::to_string(l) + "."; }
   std::string head_ = "head.";
 };
