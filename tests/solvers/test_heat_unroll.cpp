@@ -115,6 +115,22 @@ std::vector<Tiny> tiny_models() {
     t.lengths = {2.0, 2.0};
     out.push_back(std::move(t));
   }
+  {  // the conditioned kind (κ-dependent attention, local stencil) on a non-periodic 2D grid
+    Tiny t;
+    t.so.kind = "conditioned";
+    t.so.kernel_heads = 2;
+    t.so.kernel_dk = 3;
+    t.so.kernel_layers = 2;
+    t.so.encoder.d_model = 8;
+    t.so.harmonics = 1;
+    t.so.local_radius = 1;
+    t.C = 1;
+    t.dim = 2;
+    t.nx = 4;
+    t.ny = 3;
+    t.lengths = {2.0, 2.0};
+    out.push_back(std::move(t));
+  }
   return out;
 }
 
