@@ -88,6 +88,7 @@ void register_vmc(CLI::App& app) {
       } else {
         j.set("reference", Json());
       }
+      j.set("warnings", r.warnings);
       emit_json(j);
     } else {
       std::cout << std::setprecision(10) << cfg.model.describe() << ", " << cfg.ansatz << " ansatz ("

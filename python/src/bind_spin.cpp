@@ -242,6 +242,7 @@ void bind_spin(py::module_& m) {
     d["seconds"] = r.seconds;
     d["reference"] = r.reference ? py::object(py::float_(*r.reference)) : py::object(py::none());
     d["relative_error"] = r.relative_error();
+    d["warnings"] = r.warnings;
     py::list hist;
     for (const auto& s : r.history) hist.append(step_dict(s));
     d["history"] = hist;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iostream>
 
 #include "attnphys/core/comm.hpp"
 #include "attnphys/solvers/ed/exact.hpp"
@@ -122,6 +123,24 @@ VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const Vmc
   out.n_parameters = psi->n_parameters();
   std::vector<VmcDriver<double>::Callback> cbs;
   if (on_step) cbs.push_back(on_step);
+  // The antiferromagnetic chains (Heisenberg, XXZ, J1-J2 with J > 0) have negative ground-state energies. An energy
+  // that stays >= 0 means the wavefunction has not found their sign structure (a real positive ansatz, an RBM
+  // without a sign rule): say so once, with what to change, instead of letting it run on silently.
+  const bool negative_ground_state = cfg.model.model != "tfim" && cfg.model.J > 0;
+  long non_negative = 0;
+  cbs.push_back([&](const VmcStep& s) {
+    non_negative = s.energy >= 0 ? non_negative + 1 : 0;
+    if (negative_ground_state && non_negative == kSignWarningIterations) {
+      out.warnings.push_back(msg(
+          "the VMC energy has stayed >= 0 for ", kSignWarningIterations, " iterations (now ", s.energy, " at iteration ",
+          s.iteration, "), but the ground state of this antiferromagnetic ", cfg.model.model,
+          " chain has a negative energy: the ansatz has not found the sign structure. Use a sign rule (ansatz.kind = ",
+          "transformer or mps with ansatz.marshall_sign = on, the default for these chains) or an ansatz that learns ",
+          "its phase, or lower vmc.lr if the energy was negative before"));
+      if (Comm::world().is_root()) std::cerr << "attnphys: warning: " << out.warnings.back() << std::endl;
+    }
+    return true;
+  });
   const long remaining = std::max(0L, cfg.vmc.n_iter - driver.iteration());
   out.history = driver.run(remaining, nullptr, cbs);
   out.iterations = driver.iteration();

@@ -58,8 +58,14 @@ struct VmcRunResult {
   std::optional<double> reference;
   std::string reference_source;  // "closed form", "ED" or ""
   std::vector<VmcStep> history;
+  // What the run noticed and said on stderr (rank 0), e.g. an energy that stays >= 0 on a chain whose ground state
+  // is negative (the ansatz has not found the sign structure).
+  std::vector<std::string> warnings;
   double relative_error() const;  // NaN without a reference
 };
+
+// Iterations in a row with E >= 0 after which run_vmc warns that the ansatz misses the sign structure.
+constexpr long kSignWarningIterations = 10;
 
 // Builds the ansatz the config names (double precision).
 std::unique_ptr<LogPsiModel<double>> make_ansatz(const VmcRunConfig& cfg);
