@@ -81,29 +81,18 @@ void run_heat_solve(const CommonFlags& flags) {
 }
 
 void run_heat_dataset(const CommonFlags& flags) {
-  heat::HeatProblemOptions po;
-  heat::InitialConditionOptions ic;
-  heat::HeatFamilyOptions fo;
-  heat::KappaLawOptions lo;
-  fd::NonlinearHeatOptions no;
-  fd::HeatSolverOptions so;
-  fd::HeatDatasetOptions dopt;
+  fd::HeatDatasetConfig cfg;
   OptionSet set;
-  po.declare(set);
-  ic.declare(set);
-  fo.declare(set);
-  lo.declare(set);
-  no.declare(set);
-  so.declare(set);
-  dopt.declare(set);
+  cfg.declare(set);
   flags.apply(set);
-  const auto p = po.build();
-  const auto family = fo.build(p, std::uint64_t(dopt.seed));
+  const auto& lo = cfg.law;
+  const auto p = cfg.problem.build();
+  const auto family = cfg.family.build(p, std::uint64_t(cfg.dataset.seed));
   const heat::KappaLaw law = lo.enabled() ? lo.build() : heat::KappaLaw{};
-  const auto picard = no.build();
+  const auto picard = cfg.picard.build();
   // Under mpirun every rank generates its share of the samples; rank 0 writes the file and reports.
-  const auto s = fd::write_heat_dataset(p, ic, family, lo.enabled() ? &law : nullptr, picard, so.to_solve_options(),
-                                        dopt, set.to_toml(), {}, Comm::world());
+  const auto s = fd::write_heat_dataset(p, cfg.ic, family, lo.enabled() ? &law : nullptr, picard,
+                                        cfg.solver.to_solve_options(), cfg.dataset, set.to_toml(), {}, Comm::world());
   if (!Comm::world().is_root()) return;
   std::cout << "wrote " << s.path << ": " << s.samples << " samples x " << s.nt << " snapshots in " << s.seconds
             << " s (solver dt " << s.solver_dt << "; " << family.describe()

@@ -41,40 +41,24 @@ struct FamilyFile {
 };
 
 FamilyFile write_family(const std::string& name, const std::vector<std::string>& sets, bool with_config) {
-  heat::HeatProblemOptions po;
-  heat::InitialConditionOptions ic;
-  heat::HeatFamilyOptions fo;
-  heat::KappaLawOptions lo;
-  fd::NonlinearHeatOptions no;
-  fd::HeatSolverOptions so;
-  fd::HeatDatasetOptions dopt;
+  fd::HeatDatasetConfig cfg;
   OptionSet set;
-  po.declare(set);
-  ic.declare(set);
-  fo.declare(set);
-  lo.declare(set);
-  no.declare(set);
-  so.declare(set);
-  dopt.declare(set);
+  cfg.declare(set);
+  const auto& lo = cfg.law;
   FamilyFile f;
   f.path = run_dir("files") + "/" + name;
   set.set_all(sets);
   set.set("dataset.output=" + f.path);
   set.set("dataset.progress=false");
-  const auto p = po.build();
-  const auto family = fo.build(p, std::uint64_t(dopt.seed));
+  const auto p = cfg.problem.build();
+  const auto family = cfg.family.build(p, std::uint64_t(cfg.dataset.seed));
   f.nonlinear = lo.enabled();
   if (f.nonlinear) f.law = lo.build();
-  const auto picard = no.build();
-  fd::write_heat_dataset(p, ic, family, f.nonlinear ? &f.law : nullptr, picard, so.to_solve_options(), dopt,
-                         with_config ? set.to_toml() : std::string());
-  fd::HeatPairOptions pair;
-  pair.t_start = dopt.t_start;
-  pair.delta_t = dopt.delta_t;
-  pair.method = so.to_solve_options().method;
-  pair.dt = so.dt;
-  pair.seed = std::uint64_t(dopt.seed);
-  f.writer = std::make_unique<fd::HeatSampleSolver>(p, ic, family, pair, f.nonlinear ? &f.law : nullptr, picard);
+  const auto picard = cfg.picard.build();
+  fd::write_heat_dataset(p, cfg.ic, family, f.nonlinear ? &f.law : nullptr, picard, cfg.solver.to_solve_options(),
+                         cfg.dataset, with_config ? set.to_toml() : std::string());
+  f.writer = std::make_unique<fd::HeatSampleSolver>(p, cfg.ic, family, cfg.pair_options(),
+                                                    f.nonlinear ? &f.law : nullptr, picard);
   return f;
 }
 

@@ -203,6 +203,26 @@ HeatSolution HeatSampleSolver::solve(const heat::HeatProblem& problem, long inde
   return fd::solve(problem, u0, t_end, so);
 }
 
+void HeatDatasetConfig::declare(OptionSet& set) {
+  problem.declare(set);
+  ic.declare(set);
+  family.declare(set);
+  law.declare(set);
+  picard.declare(set);
+  solver.declare(set);
+  dataset.declare(set);
+}
+
+HeatPairOptions HeatDatasetConfig::pair_options() const {
+  HeatPairOptions po;
+  po.t_start = dataset.t_start;
+  po.delta_t = dataset.delta_t;
+  po.method = solver.to_solve_options().method;
+  po.dt = solver.dt;
+  po.seed = static_cast<std::uint64_t>(dataset.seed);
+  return po;
+}
+
 HeatDatasetSummary write_heat_dataset(const heat::HeatProblem& problem, const heat::InitialConditionOptions& ic,
                                       const HeatSolveOptions& solver, const HeatDatasetOptions& o,
                                       const std::string& config_toml, const std::function<void(long)>& on_chunk,

@@ -150,24 +150,13 @@ HeatFileSolver::HeatFileSolver(const std::string& path, long first, long count) 
     require(r.has_attr("/", "config"), "no 'config' attribute");
     const std::string toml = r.attr_string("/", "config");
     require(!toml.empty(), "its 'config' attribute is empty (files written from Python)");
-    heat::HeatProblemOptions po;
-    heat::InitialConditionOptions ic;
-    heat::HeatFamilyOptions fo;
-    heat::KappaLawOptions lo;
-    fd::NonlinearHeatOptions no;
-    fd::HeatSolverOptions so;
-    fd::HeatDatasetOptions dopt;
+    fd::HeatDatasetConfig cfg;
     OptionSet set;  // the sections of `attnphys heat dataset`
-    po.declare(set);
-    ic.declare(set);
-    fo.declare(set);
-    lo.declare(set);
-    no.declare(set);
-    so.declare(set);
-    dopt.declare(set);
+    cfg.declare(set);
     set.load_string(toml, path + " (its 'config' attribute)");
-    const heat::HeatProblem base = po.build();
-    const heat::HeatFamily family = fo.build(base, std::uint64_t(dopt.seed));
+    const auto& lo = cfg.law;
+    const heat::HeatProblem base = cfg.problem.build();
+    const heat::HeatFamily family = cfg.family.build(base, std::uint64_t(cfg.dataset.seed));
     require(base.grid.dim == dim_, "the config is ", base.grid.dim, "D, the file ", dim_, "D");
     for (int a = 0; a < dim_; ++a)
       require(base.grid.n[std::size_t(a)] == n[std::size_t(a)], "the config's grid has ", base.grid.n[std::size_t(a)],
@@ -178,14 +167,9 @@ HeatFileSolver::HeatFileSolver(const std::string& path, long first, long count) 
       require(r.attr_string("/", "family") == family.describe(), "its family '", family.describe(),
               "' is not the file's '", r.attr_string("/", "family"), "'");
     const heat::KappaLaw law = lo.enabled() ? lo.build() : heat::KappaLaw{};
-    const fd::NonlinearOptions picard = no.build();
-    fd::HeatPairOptions pair;
-    pair.t_start = dopt.t_start;
-    pair.delta_t = dopt.delta_t;
-    pair.method = so.to_solve_options().method;
-    pair.dt = so.dt;
-    pair.seed = std::uint64_t(dopt.seed);
-    const fd::HeatSampleSolver writer(base, ic, family, pair, lo.enabled() ? &law : nullptr, picard);
+    const fd::NonlinearOptions picard = cfg.picard.build();
+    const fd::HeatSampleSolver writer(base, cfg.ic, family, cfg.pair_options(), lo.enabled() ? &law : nullptr,
+                                      picard);
     require(std::abs(writer.solver_dt() - solver_dt_) <= 1e-12 * solver_dt_, "its solver step ", writer.solver_dt(),
             " is not the file's solver_dt ", solver_dt_);
     std::vector<heat::HeatProblem> probs;

@@ -32,6 +32,7 @@
 #include "attnphys/physics/heat/families.hpp"
 #include "attnphys/physics/heat/initial_conditions.hpp"
 #include "attnphys/physics/heat/nonlinear.hpp"
+#include "attnphys/physics/heat/problem_options.hpp"
 #include "attnphys/solvers/fd/heat_solver.hpp"
 #include "attnphys/solvers/fd/nonlinear_heat.hpp"
 
@@ -124,6 +125,22 @@ struct HeatDatasetOptions {
   long chunk = 16;         // samples per generated and written slab
   bool progress = true;
   void declare(OptionSet& set, const std::string& section = "dataset");
+};
+
+// Every section of `attnphys heat dataset` in one place ([problem], [ic], [family], [nonlinear], [solver],
+// [dataset]): the CLI, the reader that rebuilds a file's problems from its config (training/heat_file_solver) and
+// the tests declare them together, so a file's `config` attribute always parses back the way it was written.
+struct HeatDatasetConfig {
+  heat::HeatProblemOptions problem;
+  heat::InitialConditionOptions ic;
+  heat::HeatFamilyOptions family;
+  heat::KappaLawOptions law;
+  NonlinearHeatOptions picard;
+  HeatSolverOptions solver;
+  HeatDatasetOptions dataset;
+  void declare(OptionSet& set);
+  // The per-sample options write_heat_dataset derives from [dataset] and [solver]: times, method, step, seed.
+  HeatPairOptions pair_options() const;
 };
 
 struct HeatDatasetSummary {
