@@ -68,7 +68,7 @@ _COMMON = {"coords": "coords", "harmonics": "harmonics", "coord_features": "coor
 _TRANSFORMER = {"d_model": "d_model", "n_heads": "n_heads", "n_layers": "n_layers", "d_ff": "d_ff",
                 "attention": "attention", "n_slices": "n_slices", "final_norm": "final_norm", "stencil": "stencil"}
 _KERNEL = {"n_heads": "kernel_heads", "n_layers": "kernel_layers", "d_k": "kernel_dk"}
-_CONDITIONED = dict(_KERNEL, d_model="d_model", stencil="stencil")
+_CONDITIONED = dict(_KERNEL, d_model="d_model", stencil="stencil", local_radius="local_radius")
 # Option keys in C++ messages -> the keyword to change.
 _MESSAGE_NAMES = {"model.kernel_heads": "n_heads", "model.kernel_dk": "d_k", "model.kernel_layers": "n_layers",
                   "optimizer.kind": "optimizer", "schedule.kind": "schedule", "data.channels": "channels",
@@ -182,7 +182,8 @@ class Surrogate:
         of its channels along each axis; needs a regular grid).
     kernel: n_heads, n_layers, d_k (query/key width per head).
     conditioned: n_heads, n_layers, d_k as kernel; d_model (width of the conditioning MLP); stencil (the channels'
-        central differences join the conditioning, never u's).
+        central differences join the conditioning, never u's); local_radius (r > 0 adds a conditioned local term
+        sum_s w_s(z_i) u_(i+s) over the (2r+1)^dim neighbours, still linear in u; 0: none).
     coords: "harmonics" (cos/sin(2 pi m x / period), m = 1..harmonics per axis; the period is the box on a periodic
         box, twice it otherwise), "fourier" (coord_features random Fourier features of scale coord_sigma) or "none".
     channels: names of the extra per-point inputs (static per sample), e.g. ("kappa",); each is normalised with its
@@ -198,12 +199,12 @@ class Surrogate:
     """
 
     def __init__(self, kind="transformer", *, d_model=32, n_heads=4, n_layers=1, d_ff=64, attention="dense",
-                 n_slices=None, final_norm=False, stencil=False, d_k=16, coords="harmonics", harmonics=4, coord_features=16,
+                 n_slices=None, final_norm=False, stencil=False, d_k=16, local_radius=0, coords="harmonics", harmonics=4, coord_features=16,
                  coord_sigma=1.0, channels=(), dt_input=False, dim=2, lengths=None, bc="periodic", dtype="float32",
                  seed=0, **unknown):
         w = "Surrogate"
         if unknown:
-            _unknown(w, unknown, list(_TRANSFORMER) + list(_KERNEL) + list(_COMMON) +
+            _unknown(w, unknown, list(_TRANSFORMER) + list(_CONDITIONED) + list(_COMMON) +
                      ["kind", "channels", "dim", "lengths", "bc", "dtype", "seed"])
         kind = _str(w, "kind", kind, ("transformer", "kernel", "conditioned"))
         dtype = _str(w, "dtype", dtype, ("float32", "float64"))
@@ -230,7 +231,7 @@ class Surrogate:
                  "n_layers": _int(w, "n_layers", n_layers, 1), "d_ff": _int(w, "d_ff", d_ff, 0),
                  "attention": _str(w, "attention", attention),
                  "final_norm": _bool(w, "final_norm", final_norm), "stencil": _bool(w, "stencil", stencil),
-                 "d_k": _int(w, "d_k", d_k, 1),
+                 "d_k": _int(w, "d_k", d_k, 1), "local_radius": _int(w, "local_radius", local_radius, 0),
                  "coords": _str(w, "coords", coords, ("harmonics", "fourier", "none")),
                  "harmonics": _int(w, "harmonics", harmonics, 1),
                  "coord_features": _int(w, "coord_features", coord_features, 1),
@@ -260,7 +261,7 @@ class Surrogate:
         d = _s.model_defaults()
         return {"d_model": d["d_model"], "n_heads": d["n_heads"], "n_layers": d["n_layers"], "d_ff": d["d_ff"],
                 "attention": d["attention"], "final_norm": d["final_norm"], "stencil": d["stencil"],
-                "d_k": d["kernel_dk"],
+                "d_k": d["kernel_dk"], "local_radius": d["local_radius"],
                 "coords": d["coords"], "harmonics": d["harmonics"], "coord_features": d["coord_features"],
                 "coord_sigma": d["coord_sigma"], "dt_input": d["dt_input"], "kernel_heads": d["kernel_heads"],
                 "kernel_layers": d["kernel_layers"], "kind": d["kind"]}

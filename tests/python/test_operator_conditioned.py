@@ -33,3 +33,20 @@ def test_conditioned_fits_predicts_and_round_trips(tmp_path):
 def test_conditioned_without_channels_says_what_to_set():
     with pytest.raises(attnphys.Error, match="channels"):
         Surrogate("conditioned", d_model=8)
+
+
+def test_conditioned_local_term_from_python(tmp_path):
+    # local_radius adds the conditioned local stencil term: more parameters, still affine in u, saved and loaded.
+    u0, u1, kappa = _data()
+    plain = Surrogate("conditioned", d_model=8, n_heads=2, d_k=8, harmonics=2, channels=("kappa",))
+    local = Surrogate("conditioned", d_model=8, n_heads=2, d_k=8, harmonics=2, channels=("kappa",), local_radius=1)
+    assert local.n_parameters > plain.n_parameters
+    Trainer(local, lr=1e-2, steps=20, batch=8, eval_every=10).fit(u0[:16], u1[:16], channels={"kappa": kappa[:16]})
+    pred = local.predict(u0[16:], kappa=kappa[16:])
+    z = np.zeros_like(u0[16:])
+    f0, fu = local.predict(z, kappa=kappa[16:]), local.predict(2.0 * u0[16:], kappa=kappa[16:])
+    assert np.abs((fu - f0) - 2.0 * (pred - f0)).max() < 1e-4 * np.abs(fu).max()
+    local.save(str(tmp_path / "l.h5"))
+    assert np.array_equal(Surrogate.load(str(tmp_path / "l.h5")).predict(u0[16:], kappa=kappa[16:]), pred)
+    with pytest.raises(attnphys.Error, match="local_radius"):
+        Surrogate("transformer", local_radius=2)
