@@ -6,16 +6,6 @@ namespace attnphys::ops {
 
 namespace {
 template <class T>
-void alloc3(View3<T>& v, long a, long b, long c) {
-  if (long(v.extent(0)) != a || long(v.extent(1)) != b || long(v.extent(2)) != c)
-    v = View3<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::physics_attention")), a, b, c);
-}
-template <class T>
-void alloc2(View2<T>& v, long a, long b) {
-  if (long(v.extent(0)) != a || long(v.extent(1)) != b)
-    v = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::physics_attention")), a, b);
-}
-template <class T>
 ConstMat3<T> c3(const View3<T>& v) {
   return ConstMat3<T>(v.data(), v.extent(0), v.extent(1), v.extent(2));
 }
@@ -58,12 +48,12 @@ void PhysicsAttentionBuffers<T>::ensure(long b, long n, long d, long h, long m) 
   len = n;
   heads = h;
   slices = m;
-  for (View2<T>* t : {&fx, &xm, &dfx, &dxm}) alloc2(*t, b * n, d);
-  for (View3<T>* t : {&fxh, &xmh, &oh, &doh, &dfxh, &dxmh}) alloc3(*t, bh, n, dh);
-  for (View3<T>* t : {&logits, &w, &dw}) alloc3(*t, bh, n, m);
-  for (View3<T>* t : {&z, &q, &k, &v, &zo, &dzo, &dq, &dk, &dv, &dz}) alloc3(*t, bh, m, dh);
-  alloc3(p, bh, m, m);
-  for (View2<T>* t : {&den, &lse, &dden}) alloc2(*t, bh, m);
+  for (View2<T>* t : {&fx, &xm, &dfx, &dxm}) grow_view(*t, "attnphys::physics_attention", b * n, d);
+  for (View3<T>* t : {&fxh, &xmh, &oh, &doh, &dfxh, &dxmh}) grow_view(*t, "attnphys::physics_attention", bh, n, dh);
+  for (View3<T>* t : {&logits, &w, &dw}) grow_view(*t, "attnphys::physics_attention", bh, n, m);
+  for (View3<T>* t : {&z, &q, &k, &v, &zo, &dzo, &dq, &dk, &dv, &dz}) grow_view(*t, "attnphys::physics_attention", bh, m, dh);
+  grow_view(p, "attnphys::physics_attention", bh, m, m);
+  for (View2<T>* t : {&den, &lse, &dden}) grow_view(*t, "attnphys::physics_attention", bh, m);
   if (long(ones.extent(0)) != n) {
     ones = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::physics_ones")), n);
     Kokkos::deep_copy(ones, T(1));

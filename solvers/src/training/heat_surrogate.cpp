@@ -244,18 +244,6 @@ void HeatSurrogate<T>::init(ParameterBuffer<T>& buf, std::uint64_t seed) const {
   ops::init_parameters(buf, head_plan_, seed + 7919);
 }
 
-namespace detail_surrogate {
-template <class T>
-void grow(View2<T>& v, long a, long b, const char* label) {
-  if (long(v.extent(0)) != a || long(v.extent(1)) != b)
-    v = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), a, b);
-}
-template <class T>
-void grow1(View1<T>& v, long a, const char* label) {
-  if (long(v.extent(0)) != a) v = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), a);
-}
-}  // namespace detail_surrogate
-
 // Builds the token features [B*N, F]: û, the C extra channels, (s = τ − 1 of the token's sample), then
 // cos/sin(2π m x_a / L_a) for m = 1..M and each axis a.
 template <class T>
@@ -419,7 +407,7 @@ void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, con
   if (opt_.dt_input) {
     require(long(tau.extent(0)) == batch, "heat surrogate: model.dt_input is on but ", tau.extent(0),
             " horizons were given for a batch of ", batch);
-    detail_surrogate::grow1(c.shift, batch, "attnphys::surrogate_shift");
+    grow_view(c.shift, "attnphys::surrogate_shift", batch);
     const auto sh = c.shift;
     Kokkos::parallel_for(
         "attnphys::surrogate_shift", Kokkos::RangePolicy<ExecSpace>(0, batch),
@@ -445,9 +433,9 @@ void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, con
           extra.extent(1), " values were given for ", tokens, " tokens");
   c.batch = batch;
   c.len = len;
-  detail_surrogate::grow(c.features, tokens, nf, "attnphys::surrogate_features");
-  detail_surrogate::grow(c.hidden, tokens, d, "attnphys::surrogate_hidden");
-  detail_surrogate::grow(c.readout, tokens, 1, "attnphys::surrogate_readout");
+  grow_view(c.features, "attnphys::surrogate_features", tokens, nf);
+  grow_view(c.hidden, "attnphys::surrogate_hidden", tokens, d);
+  grow_view(c.readout, "attnphys::surrogate_readout", tokens, 1);
   surrogate_features<T>(c.features, u, C > 0 ? extra : ConstMat<T>(),
                         opt_.dt_input ? ops::ConstVec<T>(c.shift) : ops::ConstVec<T>(), coords, len, opt_.harmonics,
                         opt_.coords == "harmonics", lengths_[0], dim_ > 1 ? lengths_[1] : 1.0);
@@ -486,7 +474,7 @@ void HeatSurrogate<T>::backward(SurrogateCache<T>& c, const ops::ConstVec<T>& do
   const long tokens = c.batch * c.len, d = opt_.encoder.d_model, nf = opt_.encoder.d_in;
   require(long(dout.extent(0)) == tokens, "heat surrogate backward: gradient has ", dout.extent(0),
           " values, expected ", tokens);
-  detail_surrogate::grow(c.dhidden, tokens, d, "attnphys::surrogate_dhidden");
+  grow_view(c.dhidden, "attnphys::surrogate_dhidden", tokens, d);
   ConstMat<T> dr(dout.data(), tokens, 1);
   ops::linear_backward<T>(c.dhidden, params.view2(head_ + "weight", Slot::Grads),
                           params.view1(head_ + "bias", Slot::Grads), dr, c.hidden, params.view2(head_ + "weight"));
@@ -494,7 +482,7 @@ void HeatSurrogate<T>::backward(SurrogateCache<T>& c, const ops::ConstVec<T>& do
     enc_.backward(Mat<T>(), c.enc, c.dhidden, params);
     return;
   }
-  detail_surrogate::grow(c.dfeatures, tokens, nf, "attnphys::surrogate_dfeatures");
+  grow_view(c.dfeatures, "attnphys::surrogate_dfeatures", tokens, nf);
   enc_.backward(Mat<T>(c.dfeatures.data(), tokens, nf), c.enc, c.dhidden, params);
   feature_input_gradient<T>(du, dout, c.dfeatures);
   if (opt_.stencil) {
@@ -627,19 +615,10 @@ void combine_heads(const ops::Vec<T>& out, const ops::ConstVec<T>& in, const Con
       });
 }
 
-namespace detail_surrogate {
-template <class T>
-void grow3(View3<T>& v, long a, long b, long c, const char* label) {
-  if (long(v.extent(0)) != a || long(v.extent(1)) != b || long(v.extent(2)) != c)
-    v = View3<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), a, b, c);
-}
-}  // namespace detail_surrogate
-
 template <class T>
 void HeatSurrogate<T>::kernel_forward(const ops::Vec<T>& out, SurrogateCache<T>& c, const ops::ConstVec<T>& u,
                                       const ConstMat<T>& coords, long batch, long len,
                                       const ParameterBuffer<T>& params) const {
-  using namespace detail_surrogate;
   const long H = opt_.kernel_heads, dk = opt_.kernel_dk, F = 2 * opt_.harmonics * dim_, L = opt_.kernel_layers;
   const long tokens = batch * len;
   require(long(u.extent(0)) == tokens && long(out.extent(0)) == tokens, "heat surrogate: fields hold ",
@@ -648,7 +627,7 @@ void HeatSurrogate<T>::kernel_forward(const ops::Vec<T>& out, SurrogateCache<T>&
           coords.extent(0), "x", coords.extent(1), ", expected ", len, "x", dim_);
   c.batch = batch;
   c.len = len;
-  grow(c.phi, len, F, "attnphys::kernel_phi");
+  grow_view(c.phi, "attnphys::kernel_phi", len, F);
   // The mixing coefficients of layer l (Slot::Params) or their gradients (Slot::Grads).
   auto mix = [&](const ParameterBuffer<T>& p, long l, const SurrogateCache<T>& cc, Slot sl) {
     return kernel_mix<T>(p, lp(l), opt_.dt_input, cc.shift, sl);
@@ -656,28 +635,28 @@ void HeatSurrogate<T>::kernel_forward(const ops::Vec<T>& out, SurrogateCache<T>&
   coordinate_harmonics<T>(c.phi, coords, opt_.harmonics, lengths_[0], dim_ > 1 ? lengths_[1] : 1.0);
   c.qc.resize(L), c.kc.resize(L), c.u.resize(L), c.qh.resize(L), c.kh.resize(L), c.p.resize(L), c.o.resize(L);
   c.field.resize(L + 1);
-  grow1(c.field[0], tokens, "attnphys::kernel_field");
+  grow_view(c.field[0], "attnphys::kernel_field", tokens);
   Kokkos::deep_copy(c.field[0], View1<const T>(u.data(), tokens));
-  grow3(c.dp, H, len, len, "attnphys::kernel_scores");
+  grow_view(c.dp, "attnphys::kernel_scores", H, len, len);
   const T scale = T(1.0 / std::sqrt(double(dk)));
   for (long l = 0; l < L; ++l) {
     const std::string pre = lp(l);
-    grow(c.qc[l], len, H * dk, "attnphys::kernel_q");
-    grow(c.kc[l], len, H * dk, "attnphys::kernel_k");
+    grow_view(c.qc[l], "attnphys::kernel_q", len, H * dk);
+    grow_view(c.kc[l], "attnphys::kernel_k", len, H * dk);
     ops::linear_forward<T>(c.qc[l], c.phi, params.view2(pre + "wq"), params.view1(pre + "bq"));
     ops::linear_forward<T>(c.kc[l], c.phi, params.view2(pre + "wk"), params.view1(pre + "bk"));
-    grow3(c.qh[l], H, len, dk, "attnphys::kernel_qh");
-    grow3(c.kh[l], H, len, dk, "attnphys::kernel_kh");
+    grow_view(c.qh[l], "attnphys::kernel_qh", H, len, dk);
+    grow_view(c.kh[l], "attnphys::kernel_kh", H, len, dk);
     ops::split_heads<T>(c.qh[l], c.qc[l], 0, 1, H);
     ops::split_heads<T>(c.kh[l], c.kc[l], 0, 1, H);
     batched_gemm('N', 'T', scale, c.qh[l], c.kh[l], T(0), c.dp);
-    grow3(c.p[l], H, len, len, "attnphys::kernel_p");
+    grow_view(c.p[l], "attnphys::kernel_p", H, len, len);
     ops::softmax_forward<T>(Mat<T>(c.p[l].data(), H * len, len), ConstMat<T>(c.dp.data(), H * len, len));
-    grow(c.u[l], len, batch, "attnphys::kernel_u");
+    grow_view(c.u[l], "attnphys::kernel_u", len, batch);
     fields_to_columns<T>(c.u[l], c.field[l], batch, len);
-    grow3(c.o[l], H, len, batch, "attnphys::kernel_o");
+    grow_view(c.o[l], "attnphys::kernel_o", H, len, batch);
     batched_gemm('N', 'N', T(1), c.p[l], ConstMat3<T>(c.u[l].data(), 1, len, batch), T(0), c.o[l]);
-    grow1(c.field[l + 1], tokens, "attnphys::kernel_field");
+    grow_view(c.field[l + 1], "attnphys::kernel_field", tokens);
     combine_heads<T>(c.field[l + 1], c.field[l], c.o[l], mix(params, l, c, Slot::Params), len);
   }
   Kokkos::deep_copy(View1<T>(out.data(), tokens), c.field[L]);
@@ -763,7 +742,6 @@ void field_gradient(const ops::Vec<T>& g_prev, const ops::ConstVec<T>& g, const 
 template <class T>
 void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout,
                                        const ParameterBuffer<T>& params, const ops::Vec<T>& du) const {
-  using namespace detail_surrogate;
   const long H = opt_.kernel_heads, dk = opt_.kernel_dk, L = opt_.kernel_layers, len = c.len, batch = c.batch;
   const long tokens = batch * len;
   require(long(dout.extent(0)) == tokens, "heat surrogate backward: gradient has ", dout.extent(0),
@@ -776,11 +754,11 @@ void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec
   View1<T> g("attnphys::kernel_g", tokens), g_prev("attnphys::kernel_gprev", tokens);
   Kokkos::deep_copy(g, View1<const T>(dout.data(), tokens));
   View3<T> ds("attnphys::kernel_ds", H, len, len);
-  grow3(c.dout3, H, len, batch, "attnphys::kernel_do");
-  grow3(c.dqh, H, len, dk, "attnphys::kernel_dqh");
-  grow3(c.dkh, H, len, dk, "attnphys::kernel_dkh");
-  grow(c.dqc, len, H * dk, "attnphys::kernel_dqc");
-  grow(c.dkc, len, H * dk, "attnphys::kernel_dkc");
+  grow_view(c.dout3, "attnphys::kernel_do", H, len, batch);
+  grow_view(c.dqh, "attnphys::kernel_dqh", H, len, dk);
+  grow_view(c.dkh, "attnphys::kernel_dkh", H, len, dk);
+  grow_view(c.dqc, "attnphys::kernel_dqc", len, H * dk);
+  grow_view(c.dkc, "attnphys::kernel_dkc", len, H * dk);
   for (long l = L - 1; l >= 0; --l) {
     const std::string pre = lp(l);
     combine_heads_backward<T>(c.dout3, mix(params, l, c, Slot::Grads), g, c.field[l], c.o[l],
@@ -929,7 +907,6 @@ template <class T>
 void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCache<T>& c, const ops::ConstVec<T>& u,
                                            const ConstMat<T>& extra, const ConstMat<T>& coords, long batch, long len,
                                            const ParameterBuffer<T>& params) const {
-  using namespace detail_surrogate;
   const long H = opt_.kernel_heads, dk = opt_.kernel_dk, L = opt_.kernel_layers, d = opt_.encoder.d_model;
   const long C = opt_.extra_inputs(), F = 2 * opt_.harmonics * dim_, Fc = cond_width(), Dz = d + Fc, HD = H * dk;
   const long tokens = batch * len;
@@ -943,7 +920,7 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
           " values were given for ", tokens, " tokens");
   c.batch = batch;
   c.len = len;
-  grow(c.cond, tokens, Fc, "attnphys::cond_features");
+  grow_view(c.cond, "attnphys::cond_features", tokens, Fc);
   conditioning_features<T>(c.cond, extra, opt_.dt_input ? ops::ConstVec<T>(c.shift) : ops::ConstVec<T>(), coords, len,
                            opt_.harmonics, lx, ly);
   const long S = local_size();
@@ -957,9 +934,9 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
                         ly, 1);
   }
   // Trunk: z = [GELU(W1 c + b1), c].
-  grow(c.cpre, tokens, d, "attnphys::cond_pre");
-  grow(c.cdpre, tokens, d, "attnphys::cond_dpre");
-  grow(c.cz, tokens, Dz, "attnphys::cond_z");
+  grow_view(c.cpre, "attnphys::cond_pre", tokens, d);
+  grow_view(c.cdpre, "attnphys::cond_dpre", tokens, d);
+  grow_view(c.cz, "attnphys::cond_z", tokens, Dz);
   ops::linear_forward<T>(c.cpre, c.cond, params.view2("cond.w1"), params.view1("cond.b1"));
   ops::gelu_forward<T>(c.cdpre, c.cpre);
   {
@@ -974,18 +951,18 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
   for (auto* v : {&c.cqh, &c.ckh, &c.cvh, &c.coh, &c.cp}) v->resize(L);
   c.cw.resize(S > 0 ? L : 0);
   c.field.resize(L + 1);
-  grow1(c.field[0], tokens, "attnphys::cond_field");
+  grow_view(c.field[0], "attnphys::cond_field", tokens);
   Kokkos::deep_copy(c.field[0], View1<const T>(u.data(), tokens));
   ops::ScoreSpec<T> spec;
   spec.heads = H;
   for (long l = 0; l < L; ++l) {
     const std::string pre = cp(l);
-    grow(c.cq[l], tokens, HD, "attnphys::cond_q");
-    grow(c.ck[l], tokens, HD, "attnphys::cond_k");
-    grow(c.cg[l], tokens, HD, "attnphys::cond_g");
-    grow(c.cv[l], tokens, HD, "attnphys::cond_v");
-    grow(c.cm[l], tokens, HD + 2, "attnphys::cond_m");
-    grow(c.com[l], tokens, HD, "attnphys::cond_om");
+    grow_view(c.cq[l], "attnphys::cond_q", tokens, HD);
+    grow_view(c.ck[l], "attnphys::cond_k", tokens, HD);
+    grow_view(c.cg[l], "attnphys::cond_g", tokens, HD);
+    grow_view(c.cv[l], "attnphys::cond_v", tokens, HD);
+    grow_view(c.cm[l], "attnphys::cond_m", tokens, HD + 2);
+    grow_view(c.com[l], "attnphys::cond_om", tokens, HD);
     ops::linear_forward<T>(c.cq[l], c.cz, params.view2(pre + "wq"), params.view1(pre + "bq"));
     ops::linear_forward<T>(c.ck[l], c.cz, params.view2(pre + "wk"), params.view1(pre + "bk"));
     ops::linear_forward<T>(c.cg[l], c.cz, params.view2(pre + "wv"), params.view1(pre + "bv"));
@@ -997,21 +974,21 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
           "attnphys::cond_values", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {tokens, HD}),
           KOKKOS_LAMBDA(long t, long f) { v(t, f) = g(t, f) * fl(t); });
     }
-    grow3(c.cqh[l], batch * H, len, dk, "attnphys::cond_qh");
-    grow3(c.ckh[l], batch * H, len, dk, "attnphys::cond_kh");
-    grow3(c.cvh[l], batch * H, len, dk, "attnphys::cond_vh");
-    grow3(c.coh[l], batch * H, len, dk, "attnphys::cond_oh");
+    grow_view(c.cqh[l], "attnphys::cond_qh", batch * H, len, dk);
+    grow_view(c.ckh[l], "attnphys::cond_kh", batch * H, len, dk);
+    grow_view(c.cvh[l], "attnphys::cond_vh", batch * H, len, dk);
+    grow_view(c.coh[l], "attnphys::cond_oh", batch * H, len, dk);
     ops::split_heads<T>(c.cqh[l], c.cq[l], 0, batch, H);
     ops::split_heads<T>(c.ckh[l], c.ck[l], 0, batch, H);
     ops::split_heads<T>(c.cvh[l], c.cv[l], 0, batch, H);
     if (dense)
-      grow3(c.cp[l], batch * H, len, len, "attnphys::cond_p");
+      grow_view(c.cp[l], "attnphys::cond_p", batch * H, len, len);
     else
       c.cp[l] = View3<T>();
-    grow(c.clse[l], batch * H, len, "attnphys::cond_lse");
+    grow_view(c.clse[l], "attnphys::cond_lse", batch * H, len);
     ops::sdpa_forward<T>(c.coh[l], c.cp[l], c.clse[l], c.cqh[l], c.ckh[l], c.cvh[l], spec, c.ws);
     ops::merge_heads<T>(c.com[l], 0, c.coh[l], batch, H);
-    grow1(c.field[l + 1], tokens, "attnphys::cond_field");
+    grow_view(c.field[l + 1], "attnphys::cond_field", tokens);
     {
       const auto m = c.cm[l], om = c.com[l];
       const auto fin = c.field[l], fout = c.field[l + 1];
@@ -1023,7 +1000,7 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
           });
     }
     if (S > 0) {
-      grow(c.cw[l], tokens, S, "attnphys::cond_w");
+      grow_view(c.cw[l], "attnphys::cond_w", tokens, S);
       ops::linear_forward<T>(c.cw[l], c.cz, params.view2(pre + "wl"), params.view1(pre + "bl"));
       local_forward<T>(c.field[l + 1], c.cw[l], c.field[l], len, opt_.local_radius, dim_, c.grid);
     }
@@ -1034,7 +1011,6 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
 template <class T>
 void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout,
                                             const ParameterBuffer<T>& params, const ops::Vec<T>& du) const {
-  using namespace detail_surrogate;
   const long H = opt_.kernel_heads, dk = opt_.kernel_dk, L = opt_.kernel_layers, d = opt_.encoder.d_model;
   const long Fc = cond_width(), Dz = d + Fc, HD = H * dk, len = c.len, batch = c.batch, tokens = batch * len;
   require(long(dout.extent(0)) == tokens, "heat surrogate backward: gradient has ", dout.extent(0),
@@ -1042,21 +1018,21 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
   require(long(c.cq.size()) == L, "heat surrogate backward: no conditioned forward pass to differentiate");
   View1<T> g("attnphys::cond_g", tokens), gp("attnphys::cond_gprev", tokens);
   Kokkos::deep_copy(g, View1<const T>(dout.data(), tokens));
-  grow(c.dz, tokens, Dz, "attnphys::cond_dz");
+  grow_view(c.dz, "attnphys::cond_dz", tokens, Dz);
   Kokkos::deep_copy(c.dz, T(0));
-  grow(c.cdq, tokens, HD, "attnphys::cond_dq");
-  grow(c.cdk, tokens, HD, "attnphys::cond_dk");
-  grow(c.cdv, tokens, HD, "attnphys::cond_dv");
-  grow(c.cdg, tokens, HD, "attnphys::cond_dg");
-  grow(c.cdo, tokens, HD, "attnphys::cond_do");
-  grow(c.cdm, tokens, HD + 2, "attnphys::cond_dm");
-  grow3(c.cdq3, batch * H, len, dk, "attnphys::cond_dq3");
-  grow3(c.cdk3, batch * H, len, dk, "attnphys::cond_dk3");
-  grow3(c.cdv3, batch * H, len, dk, "attnphys::cond_dv3");
-  grow3(c.cdo3, batch * H, len, dk, "attnphys::cond_do3");
+  grow_view(c.cdq, "attnphys::cond_dq", tokens, HD);
+  grow_view(c.cdk, "attnphys::cond_dk", tokens, HD);
+  grow_view(c.cdv, "attnphys::cond_dv", tokens, HD);
+  grow_view(c.cdg, "attnphys::cond_dg", tokens, HD);
+  grow_view(c.cdo, "attnphys::cond_do", tokens, HD);
+  grow_view(c.cdm, "attnphys::cond_dm", tokens, HD + 2);
+  grow_view(c.cdq3, "attnphys::cond_dq3", batch * H, len, dk);
+  grow_view(c.cdk3, "attnphys::cond_dk3", batch * H, len, dk);
+  grow_view(c.cdv3, "attnphys::cond_dv3", batch * H, len, dk);
+  grow_view(c.cdo3, "attnphys::cond_do3", batch * H, len, dk);
   const long S = local_size();
   require(S == 0 || long(c.cw.size()) == L, "heat surrogate backward: no conditioned forward pass to differentiate");
-  if (S > 0) grow(c.cdw, tokens, S, "attnphys::cond_dw");
+  if (S > 0) grow_view(c.cdw, "attnphys::cond_dw", tokens, S);
   ops::ScoreSpec<T> spec;
   spec.heads = H;
   for (long l = L - 1; l >= 0; --l) {

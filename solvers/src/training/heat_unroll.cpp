@@ -6,11 +6,6 @@
 namespace attnphys::training {
 
 namespace detail_unroll {
-template <class T>
-void grow1(View1<T>& v, long n, const char* label) {
-  if (long(v.extent(0)) != n) v = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
-}
-
 // s = a + b.
 template <class T>
 void add(const View1<T>& s, const View1<const T>& a, const View1<const T>& b) {
@@ -23,7 +18,6 @@ void add(const View1<T>& s, const View1<const T>& a, const View1<const T>& b) {
 template <class T>
 double Unroller<T>::forward(const HeatSurrogate<T>& model, const ParameterBuffer<T>& params, const UnrollBatch<T>& b,
                             UnrollGrad mode, double mu, double sigma, double h1_weight, long mean_over) {
-  using detail_unroll::grow1;
   const long K = long(b.targets.size()), tokens = b.batch * b.points;
   require(K >= 1, "unrolled training: no targets (the trajectory needs at least one)");
   require(long(b.input.extent(0)) == tokens, "unrolled training: the input holds ", b.input.extent(0),
@@ -45,8 +39,8 @@ double Unroller<T>::forward(const HeatSurrogate<T>& model, const ParameterBuffer
   for (long j = 0; j < K; ++j) {
     auto& pj = pred_[std::size_t(j)];
     auto& dj = dpred_[std::size_t(j)];
-    grow1(pj, tokens, "attnphys::unroll_pred");
-    grow1(dj, tokens, "attnphys::unroll_dpred");
+    grow_view(pj, "attnphys::unroll_pred", tokens);
+    grow_view(dj, "attnphys::unroll_dpred", tokens);
     SurrogateCache<T>& cache = caches_[mode == UnrollGrad::Full ? std::size_t(j) : 0];
     const ops::ConstVec<T> in = j == 0 ? b.input : ops::ConstVec<T>(pred_[std::size_t(j - 1)].data(), tokens);
     model.forward(pj, cache, in, b.extra, b.coords, b.batch, b.points, params, b.tau);
@@ -60,15 +54,14 @@ double Unroller<T>::forward(const HeatSurrogate<T>& model, const ParameterBuffer
 
 template <class T>
 void Unroller<T>::backward(const HeatSurrogate<T>& model, const ParameterBuffer<T>& params) {
-  using detail_unroll::grow1;
   require(steps_ >= 1, "unrolled training: backward before forward");
   const long K = steps_;
   if (mode_ == UnrollGrad::Last || K == 1) {  // the last application alone (its cache is the last one filled)
     model.backward(caches_[mode_ == UnrollGrad::Full ? std::size_t(K - 1) : 0], dpred_[std::size_t(K - 1)], params);
     return;
   }
-  grow1(g_, tokens_, "attnphys::unroll_input_gradient");
-  grow1(dsum_, tokens_, "attnphys::unroll_output_gradient");
+  grow_view(g_, "attnphys::unroll_input_gradient", tokens_);
+  grow_view(dsum_, "attnphys::unroll_output_gradient", tokens_);
   // Step K: its own loss gradient; the gradient reaching its input (= step K − 1's prediction) goes into g.
   model.backward(caches_[std::size_t(K - 1)], dpred_[std::size_t(K - 1)], params, g_);
   for (long j = K - 2; j >= 0; --j) {

@@ -99,4 +99,15 @@ auto to_host(const V& v) {
   return h;
 }
 
+// Grow-only work buffers: v is reallocated (uninitialised, with this label) only when its extents differ from
+// n..., so buffers sized once are reused while the shapes repeat.
+template <class V, class... I>
+void grow_view(V& v, const char* label, I... n) {
+  static_assert(sizeof...(I) == V::rank, "grow_view: one extent per dimension of the view");
+  const long want[] = {static_cast<long>(n)...};
+  bool same = true;
+  for (unsigned r = 0; r < V::rank; ++r) same = same && static_cast<long>(v.extent(r)) == want[r];
+  if (!same) v = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), static_cast<std::size_t>(n)...);
+}
+
 }  // namespace attnphys
