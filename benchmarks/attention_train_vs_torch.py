@@ -1,57 +1,228 @@
-"""One training step (forward, backward, AdamW) of a transformer encoder, attnphys against PyTorch in one run.
+"""One training step (forward, backward, AdamW) of a transformer encoder: attnphys, PyTorch 2 and PyTorch 1.13 in one run.
 
-Encoder d = 64, 4 heads, 4 layers, FFN 256, pre-LN, GELU, sequence 1024 (a 32x32 grid), batch 16, float32. The C++
-side is build/benchmarks/bench_attention_train_vs_torch (it also measures this machine's sgemm); PyTorch runs the
-same model (torch.nn.TransformerEncoder, norm_first, dropout 0) with torch.set_num_threads(2). The last stdout line
-is JSON with ratio = attnphys_s / torch_s.
+Encoder d = 64, 4 heads, 4 layers, FFN 256, pre-LN, GELU, sequence 1024 (a 32x32 grid), batch 16, float32.
+Sides, each a process that warms up once and then waits for commands, so that their timed rounds interleave:
+  attnphys     build/benchmarks/bench_attention_train_vs_torch --serve (it also measures this machine's sgemm);
+  torch 1.13   Debian's python3-torch: torch.nn.TransformerEncoder (norm_first, dropout 0), the `ratio` column;
+  torch 2      from PyPI, in a virtual environment this script makes itself (default
+               ~/.cache/attnphys/bench-venv-torch2, or --venv / ATTNPHYS_TORCH2_VENV; `python3 -m venv`, then
+               `pip install torch numpy` from PyPI; the PyPI build is a CUDA build and runs here on the CPU). The same
+               model written with torch.nn.functional.scaled_dot_product_attention, run eager ("eager") and through
+               torch.compile ("compile"; skipped with its error where it does not work).
+Every side gets the same thread count (--threads, default 2: torch.set_num_threads, OMP/MKL/OPENBLAS_NUM_THREADS)
+and the same BLAS setting (OPENBLAS_CORETYPE passes through unchanged). After one warm-up step (two for compile),
+each of --repeats rounds times --steps steps per side; a side's round figure is its median step. ratio =
+attnphys / torch 1.13 and ratio_torch2 = attnphys / (the faster torch-2 mode) are the medians over the rounds of
+the per-round ratios, all rounds listed. The last stdout line is JSON.
 
-    python3 benchmarks/attention_train_vs_torch.py [--batch 16] [--len 1024] [--torch-steps 1] [--attention dense]
+    python3 benchmarks/attention_train_vs_torch.py [--steps 5] [--repeats 3] [--modes eager,compile] [--no-torch2]
 """
 import argparse
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import time
 
-
-def run_attnphys(args):
-    build = os.environ.get("ATTNPHYS_BUILD_DIR", "build")
-    exe = os.path.join(build, "benchmarks", "bench_attention_train_vs_torch")
-    if not os.path.exists(exe):
-        sys.exit(f"{exe} not found: build with -DATTNPHYS_ENABLE_BENCHMARKS=ON (benchmarks/run does)")
-    cmd = [exe, "--batch", str(args.batch), "--len", str(args.len), "--attention", args.attention,
-           "--steps", str(args.steps)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
-    sys.stderr.write(out.stderr)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+HERE = os.path.abspath(__file__)
+D, HEADS, LAYERS, FF = 64, 4, 4, 256
+TORCH2_SPEC = "torch>=2"
 
 
-def run_torch(args):
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def loadavg():
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Worker: one PyTorch side. Protocol on stdout: one JSON line "ready", then one JSON line per command read on stdin.
+
+
+def build_torch113(torch, batch, n):
+    layer = torch.nn.TransformerEncoderLayer(D, HEADS, dim_feedforward=FF, dropout=0.0, activation="gelu",
+                                             batch_first=True, norm_first=True)
+    return torch.nn.TransformerEncoder(layer, LAYERS, norm=torch.nn.LayerNorm(D), enable_nested_tensor=False)
+
+
+def build_sdpa(torch, batch, n):
+    import torch.nn.functional as F
+
+    nn = torch.nn
+    dh = D // HEADS
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(D), nn.LayerNorm(D)
+            self.in_proj, self.out_proj = nn.Linear(D, 3 * D), nn.Linear(D, D)
+            self.linear1, self.linear2 = nn.Linear(D, FF), nn.Linear(FF, D)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            q, k, v = self.in_proj(self.norm1(x)).view(b, t, 3, HEADS, dh).permute(2, 0, 3, 1, 4)
+            a = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, t, D)
+            x = x + self.out_proj(a)
+            return x + self.linear2(F.gelu(self.linear1(self.norm2(x))))
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([Block() for _ in range(LAYERS)])
+            self.norm = nn.LayerNorm(D)
+
+        def forward(self, x):
+            for blk in self.layers:
+                x = blk(x)
+            return self.norm(x)
+
+    return Encoder()
+
+
+def worker(mode, batch, n, threads, steps):
     import torch
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(threads)
     torch.manual_seed(0)
-    d, heads, layers, ff = 64, 4, 4, 256
-    layer = torch.nn.TransformerEncoderLayer(d, heads, dim_feedforward=ff, dropout=0.0, activation="gelu",
-                                             batch_first=True, norm_first=True)
-    model = torch.nn.TransformerEncoder(layer, layers, norm=torch.nn.LayerNorm(d), enable_nested_tensor=False)
+    model = build_torch113(torch, batch, n) if mode == "torch113" else build_sdpa(torch, batch, n)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-2)
-    x = torch.randn(args.batch, args.len, d)
-    dy = torch.randn(args.batch, args.len, d) / (args.batch * args.len)
+    x = torch.randn(batch, n, D)
+    dy = torch.randn(batch, n, D) / (batch * n)
+    fn = model
+    if mode == "compile":
+        fn = torch.compile(model)
 
     def step():
-        opt.zero_grad()
-        y = model(x)
+        opt.zero_grad(set_to_none=True)
+        y = fn(x)
         (y * dy).sum().backward()
         opt.step()
 
-    step()  # warm-up (allocations)
-    t0 = time.perf_counter()
-    for _ in range(args.torch_steps):
-        step()
-    return (time.perf_counter() - t0) / args.torch_steps, torch.__version__
+    ready = {"ready": True, "torch_version": torch.__version__, "threads": torch.get_num_threads(),
+             "parameters": sum(p.numel() for p in model.parameters())}
+    try:
+        t0 = time.perf_counter()
+        for _ in range(2 if mode == "compile" else 1):
+            step()
+        ready["warmup_s"] = time.perf_counter() - t0
+    except Exception as e:  # torch.compile may not work on this CPU / compiler
+        print(json.dumps({"ready": False, "error": f"{type(e).__name__}: {str(e)[:400]}"}), flush=True)
+        return
+    print(json.dumps(ready), flush=True)
+    for line in sys.stdin:
+        cmd = line.strip()
+        if cmd == "quit":
+            break
+        if cmd != "run":
+            print(json.dumps({"error": f"unknown command {cmd!r}"}), flush=True)
+            continue
+        t = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            step()
+            t.append(time.perf_counter() - t0)
+        print(json.dumps({"step_s": t, "median_s": statistics.median(t)}), flush=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The torch-2 environment.
+
+
+def venv_python(venv):
+    return os.path.join(venv, "bin", "python")
+
+
+def probe(py):
+    r = subprocess.run([py, "-c", "import json, torch; print(json.dumps({'torch': torch.__version__}))"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, (r.stderr.strip().splitlines() or ["import torch failed"])[-1]
+    info = json.loads(r.stdout.strip().splitlines()[-1])
+    if int(info["torch"].split(".")[0]) < 2:
+        return None, f"torch {info['torch']} is not PyTorch 2"
+    return info, None
+
+
+def ensure_torch2_venv(venv):
+    """Makes (once) and checks the venv; returns (info, error)."""
+    marker = os.path.join(venv, "attnphys-bench-env.json")
+    py = venv_python(venv)
+    if os.path.exists(py):
+        info, err = probe(py)
+        if info:
+            if os.path.exists(marker):
+                with open(marker) as f:
+                    info.update(json.load(f))
+            else:
+                info.update({"venv": venv, "made_with": "found (a PyTorch 2 venv made before this script's marker)"})
+            return info, None
+        log(f"torch-2 venv {venv}: unusable ({err}); making it again")
+    if os.path.exists(venv):
+        shutil.rmtree(venv)
+    log(f"torch-2 venv: making {venv} (python3 -m venv, then pip install '{TORCH2_SPEC}' numpy from PyPI; "
+        "a few GB, once)")
+    os.makedirs(os.path.dirname(venv), exist_ok=True)
+    t0 = time.time()
+    try:
+        subprocess.run(["/usr/bin/python3", "-m", "venv", venv], check=True)
+        subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", TORCH2_SPEC, "numpy"],
+                       check=True, stdout=sys.stderr)
+    except (subprocess.CalledProcessError, OSError) as e:
+        return None, f"making the torch-2 venv failed ({e}); rerun with network access to PyPI, or --no-torch2"
+    info, err = probe(py)
+    if not info:
+        return None, f"torch-2 venv {venv} does not import torch: {err}"
+    env = {"venv": venv, "made_with": f"python3 -m venv; pip install '{TORCH2_SPEC}' numpy (PyPI)",
+           "install_s": round(time.time() - t0, 1)}
+    tmp = marker + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(env, f)
+    os.replace(tmp, marker)
+    info.update(env)
+    return info, None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Orchestration.
+
+
+class Side:
+    def __init__(self, name, cmd, env):
+        self.name = name
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                                     bufsize=1)
+        self.ready = self.read()
+        self.rounds = []
+
+    def read(self):
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"{self.name}: the process ended (exit {self.proc.wait()})")
+            line = line.strip()
+            if line.startswith("{"):
+                return json.loads(line)
+
+    def ask(self, cmd):
+        self.proc.stdin.write(cmd + "\n")
+        self.proc.stdin.flush()
+        return self.read()
+
+    def close(self):
+        try:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+        self.proc.wait(timeout=60)
 
 
 def main():
@@ -59,27 +230,110 @@ def main():
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--len", type=int, default=1024)
     p.add_argument("--attention", default="dense", choices=["dense", "tiled"])
-    p.add_argument("--steps", type=int, default=3, help="timed attnphys steps")
-    p.add_argument("--torch-steps", type=int, default=1, help="timed PyTorch steps (each ~17 s at full size)")
+    p.add_argument("--steps", type=int, default=5, help="timed steps per side per round (after the warm-up)")
+    p.add_argument("--repeats", type=int, default=3, help="rounds; every figure is the median over them")
+    p.add_argument("--threads", type=int, default=2, help="threads of every side (BLAS, torch intra-op)")
+    p.add_argument("--modes", default="eager,compile", help="torch-2 modes: eager (SDPA), compile")
+    p.add_argument("--no-torch2", action="store_true", help="only attnphys and torch 1.13")
+    p.add_argument("--no-torch113", action="store_true", help="skip Debian's torch 1.13")
+    p.add_argument("--venv", default=os.environ.get("ATTNPHYS_TORCH2_VENV",
+                                                    os.path.expanduser("~/.cache/attnphys/bench-venv-torch2")))
+    p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args()
-    ours = run_attnphys(args)
-    torch_s, torch_version = run_torch(args)
+    if args.worker:
+        worker(args.worker, args.batch, args.len, args.threads, args.steps)
+        return
+
+    env = dict(os.environ)
+    for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[k] = str(args.threads)
+    build = os.environ.get("ATTNPHYS_BUILD_DIR", "build")
+    exe = os.path.join(build, "benchmarks", "bench_attention_train_vs_torch")
+    if not os.path.exists(exe):
+        sys.exit(f"{exe} not found: build with -DATTNPHYS_ENABLE_BENCHMARKS=ON (benchmarks/run does)")
+    torch2, torch2_error = (None, "--no-torch2") if args.no_torch2 else ensure_torch2_venv(args.venv)
+    if torch2_error and not args.no_torch2:
+        log(f"torch 2: {torch2_error}")
+    load_before = loadavg()
+
+    common = ["--batch", str(args.batch), "--len", str(args.len), "--threads", str(args.threads),
+              "--steps", str(args.steps)]
+    sides = {}
+    skipped = {}
+    log("attnphys: warming up")
+    sides["attnphys"] = Side("attnphys", [exe, "--serve", "--attention", args.attention, "--batch", str(args.batch),
+                                          "--len", str(args.len), "--steps", str(args.steps)], env)
+    plan = [] if args.no_torch113 else [("torch113", "/usr/bin/python3")]
+    if torch2:
+        plan += [(m, venv_python(args.venv)) for m in args.modes.split(",") if m]
+    for mode, py in plan:
+        log(f"{mode}: warming up")
+        s = Side(mode, [py, HERE, "--worker", mode] + common, env)
+        if not s.ready.get("ready"):
+            skipped[mode] = s.ready.get("error", "did not start")
+            log(f"{mode}: skipped ({skipped[mode]})")
+            s.close()
+            continue
+        sides[mode] = s
+    for r in range(args.repeats):
+        for name, s in sides.items():
+            out = s.ask("run")
+            s.rounds.append(out["median_s"])
+            log(f"round {r + 1}/{args.repeats} {name}: median {out['median_s']:.3f} s "
+                f"(steps {' '.join(f'{t:.3f}' for t in out['step_s'])}) load {loadavg()}")
+    ours = sides["attnphys"]
+    sgemm = ours.ask("sgemm")["sgemm_gflops"]
+    load_after = loadavg()
+    for s in sides.values():
+        s.close()
+
+    flop = ours.ready["flop"]
+    med = {name: statistics.median(s.rounds) for name, s in sides.items()}
     result = {
         "benchmark": "attention_train_vs_torch",
-        "config": {"d_model": 64, "heads": 4, "layers": 4, "d_ff": 256, "len": args.len, "batch": args.batch,
-                   "dtype": "float32", "attention": args.attention, "optimizer": "adamw"},
-        "attnphys_s": ours["attnphys_s"],
-        "torch_s": torch_s,
-        "torch_version": torch_version,
-        "ratio": ours["attnphys_s"] / torch_s,
-        "flop": ours["flop"],
-        "gflops": ours["gflops"],
-        "torch_gflops": ours["flop"] / torch_s / 1e9,
-        "sgemm_gflops": ours["sgemm_gflops"],
+        "config": {"d_model": D, "heads": HEADS, "layers": LAYERS, "d_ff": FF, "len": args.len, "batch": args.batch,
+                   "dtype": "float32", "attention": args.attention, "optimizer": "adamw", "threads": args.threads,
+                   "steps_per_round": args.steps, "rounds": args.repeats,
+                   "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "")},
+        "attnphys_s": med["attnphys"],
+        "rounds_s": {name: s.rounds for name, s in sides.items()},
+        "flop": flop,
+        "gflops": flop / med["attnphys"] / 1e9,
+        "sgemm_gflops": sgemm,
+        "gflops_over_sgemm": flop / med["attnphys"] / 1e9 / sgemm if sgemm > 0 else None,
+        "blas_core": ours.ready["machine"].get("blas_core", ""),
+        "loadavg_before": load_before,
+        "loadavg_after": load_after,
     }
-    print(f"attnphys {result['attnphys_s']:.3f} s  torch {torch_s:.3f} s  ratio {result['ratio']:.3f}  "
-          f"{result['flop'] / 1e9:.1f} GFLOP  {result['gflops']:.1f} GFLOP/s (sgemm {result['sgemm_gflops']:.1f})",
-          file=sys.stderr)
+    ratio_rounds = lambda other: [a / b for a, b in zip(ours.rounds, sides[other].rounds)]  # noqa: E731
+    if "torch113" in sides:
+        result.update({"torch_s": med["torch113"], "torch_version": sides["torch113"].ready["torch_version"],
+                       "torch_gflops": flop / med["torch113"] / 1e9, "ratios": ratio_rounds("torch113")})
+        result["ratio"] = statistics.median(result["ratios"])
+    modes2 = [m for m in ("eager", "compile") if m in sides]
+    if modes2:
+        best = min(modes2, key=lambda m: med[m])
+        result.update({"torch2_version": sides[best].ready["torch_version"], "torch2_best_mode": best,
+                       "ratios_torch2": ratio_rounds(best)})
+        for m in modes2:
+            result[f"torch2_{m}_s"] = med[m]
+            result[f"torch2_{m}_warmup_s"] = sides[m].ready.get("warmup_s")
+        result["ratio_torch2"] = statistics.median(result["ratios_torch2"])
+        result["torch2_gflops"] = flop / med[best] / 1e9
+    if torch2_error:
+        result["torch2_error"] = torch2_error
+    for m, e in skipped.items():
+        result[f"torch2_{m}_error" if m != "torch113" else "torch_error"] = e
+    if torch2:
+        result["torch2_env"] = {k: torch2[k] for k in ("venv", "made_with") if k in torch2}
+    line = f"attnphys {med['attnphys']:.3f} s"
+    if "ratio" in result:
+        line += f"  torch {result['torch_s']:.3f} s  ratio {result['ratio']:.3f}"
+    if "ratio_torch2" in result:
+        line += f"  torch2 {result['torch2_best_mode']} {med[result['torch2_best_mode']]:.3f} s  ratio_torch2 " \
+                f"{result['ratio_torch2']:.3f}"
+    line += f"  {result['gflops']:.1f} GFLOP/s (sgemm {sgemm:.1f}, core {result['blas_core']})  load {load_after}"
+    log(line)
     import attnphys  # CPU, BLAS and its kernel core, as every benchmark records them
 
     result["machine"] = attnphys.machine()
