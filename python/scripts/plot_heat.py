@@ -4,7 +4,8 @@
     /usr/bin/python3 python/scripts/plot_heat.py runs/heat2d            # writes PNGs into runs/heat2d/plots/
 
 Reads metrics.csv (training curves) and eval.h5 (fields, rollout errors, attention map); writes
-loss.png, fields.png, rollout.png and attention.png. Every figure is built from data the run saved, nothing else.
+loss.png, fields.png (with the sample's κ(x), source and boundary data when the family draws them),
+rollout.png, speed.png (the solver's error against its cost, and the surrogate's point) and attention.png. Every figure is built from data the run saved, nothing else.
 """
 import argparse
 import csv
@@ -50,7 +51,16 @@ def plot_eval(run, out):
         inp = f["fields/input"][0]
         pred = f["fields/prediction"][0]
         ref = f["fields/reference"][0]
-        fig, axes = plt.subplots(1, 4, figsize=(14, 3.4))
+        # The sample's own inputs first (κ(x), source, boundary data), when the problem family draws them.
+        chans = [(k, f["fields/channels"][k][0]) for k in f["fields/channels"]] if "fields/channels" in f else []
+        chans.sort(key=lambda kv: ["kappa", "source", "boundary"].index(kv[0]) if kv[0] in ("kappa", "source", "boundary") else 9)
+        ncol = len(chans) + 4
+        fig, axes = plt.subplots(1, ncol, figsize=(3.5 * ncol, 3.4))
+        for ax, (name, data) in zip(axes, chans):
+            im = ax.imshow(data, origin="lower", cmap="viridis")
+            ax.set_title({"kappa": "diffusivity κ(x)", "source": "source f(x)", "boundary": "boundary data"}.get(name, name))
+            fig.colorbar(im, ax=ax, fraction=0.046)
+        axes = axes[len(chans):]
         err = pred - ref
         vmin, vmax = min(inp.min(), ref.min()), max(inp.max(), ref.max())
         for ax, data, title in zip(axes[:3], [inp, pred, ref], ["input u(t)", "prediction", "reference (ADI)"]):
@@ -61,7 +71,7 @@ def plot_eval(run, out):
         im = axes[3].imshow(err, origin="lower", cmap="RdBu_r", vmin=-lim, vmax=lim)
         axes[3].set_title("prediction − reference")
         fig.colorbar(im, ax=axes[3], fraction=0.046)
-        for ax in axes:
+        for ax in fig.axes[: ncol]:
             ax.set_xticks([])
             ax.set_yticks([])
         fig.tight_layout()
@@ -78,6 +88,25 @@ def plot_eval(run, out):
             ax.legend()
             fig.tight_layout()
             fig.savefig(os.path.join(out, "rollout.png"), dpi=120)
+            plt.close(fig)
+
+        if "speed/steps" in f:
+            # The solver's error against its cost over the step counts the equal-accuracy search ran, and the
+            # surrogate's point: where the solver curve crosses the surrogate's error is the equal-accuracy time.
+            steps, err_s, ms = f["speed/steps"][()], f["speed/rel_l2"][()], f["speed/solver_ms_per_sample"][()]
+            order = np.argsort(steps)
+            fig, ax = plt.subplots(figsize=(6, 4))
+            ax.loglog(ms[order], err_s[order], "o-", ms=3, label="ADI / CN solver (steps per horizon vary)")
+            for st, x, y in zip(steps[order], ms[order], err_s[order]):
+                ax.annotate(f"{int(st)}", (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+            sa = f["speed"].attrs
+            ax.loglog([sa["surrogate_ms_per_sample"]], [sa["surrogate_rel_l2"]], "r*", ms=12, label="surrogate")
+            ax.set_xlabel("ms per sample")
+            ax.set_ylabel("mean relative L2 against the reference")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+            fig.tight_layout()
+            fig.savefig(os.path.join(out, "speed.png"), dpi=120)
             plt.close(fig)
 
         if "attention/weights" in f:

@@ -771,7 +771,7 @@ TEST(HeatDataForeign, OurOwnFileWithVariableKappaHasItsPhysicsFromTheFile) {
   EXPECT_TRUE(contains(error_of([&] { gen.resolved(); }), "model.input_kappa feeds the dataset 'kappa'"));
   gen.model.input_kappa = false;
   gen.data.channels = {"nu"};
-  EXPECT_TRUE(contains(error_of([&] { gen.resolved(); }), "data.file is empty (generated pairs have no extra"));
+  EXPECT_TRUE(contains(error_of([&] { gen.resolved(); }), "generated pairs have no per-sample family"));
 }
 
 TEST(HeatSurrogateChannels, ExtraChannelsAreInputsAndTheGradientMatches) {

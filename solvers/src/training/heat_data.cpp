@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "attnphys/physics/heat/families.hpp"
 #include "attnphys/physics/heat/initial_conditions.hpp"
 #include "attnphys/solvers/fd/heat_solver.hpp"
 
@@ -28,7 +29,10 @@ void HeatDataOptions::declare(OptionSet& set, const std::string& s) {
   set.add(s + ".file", &file, "HDF5 dataset (ours or PDEBench layout) to train from (empty: generate pairs)");
   set.add(s + ".file_stride", &file_stride, "snapshots of data.file per base horizon", Range::at_least(1));
   set.add(s + ".field", &field, "data.file: the evolving channel (dataset [sample, t, x, (y), (C)]; name or name[k])");
-  set.add(s + ".channels", &channels, "data.file: extra input channels of the model (datasets, name or name[k])");
+  set.add(s + ".channels", &channels,
+          "extra input channels of the model: datasets of data.file (name or name[k]), or of a generated [family] "
+          "(kappa, source, boundary; empty: all it draws)");
+  family.declare(set, "family");
 }
 
 void HeatDataOptions::validate() const {
@@ -52,6 +56,9 @@ void HeatDataOptions::validate() const {
   require(has_one, "data.horizons must contain 1 (the base horizon that the test metrics, the rollout and the ",
           "solver comparison use)");
   require(file_stride >= 1, "data.file_stride must be at least 1, got ", file_stride);
+  require(file.empty() || (family.kappa == "constant" && family.source == "none" && family.boundary == "zero"),
+          "[family] describes generated pairs, but data.file = '", file, "' is set (a file's samples are its own): ",
+          "remove the family.* keys, or data.file to generate the family's pairs");
 }
 
 long HeatDataOptions::pairs_per_sample(long steps) const {
@@ -69,6 +76,31 @@ double HeatDataOptions::horizon() const {
 heat::HeatProblem HeatDataOptions::problem(long np) const {
   const double hp = length / double(np);
   return heat::make_problem(dim, {np, dim > 1 ? np : 1, 1}, {hp, dim > 1 ? hp : 1.0, 1.0}, kappa, bc);
+}
+
+bool HeatDataOptions::generated_family() const {
+  return file.empty() && (family.kappa != "constant" || family.source != "none" || family.boundary != "zero");
+}
+
+std::vector<std::string> HeatDataOptions::family_channels() const {
+  std::vector<std::string> c;
+  if (!generated_family()) return c;
+  if (family.kappa != "constant") c.push_back("kappa");
+  if (family.source != "none") c.push_back("source");
+  if (family.boundary != "zero") c.push_back("boundary");
+  return c;
+}
+
+heat::HeatProblem HeatDataOptions::sample_problem(long np, long index) const {
+  const heat::HeatProblem base = problem(np);
+  if (!generated_family()) return base;
+  return family.build(base, std::uint64_t(seed)).sample_problem(base, index);
+}
+
+std::string HeatDataOptions::family_name() const {
+  if (generated_family()) return family.build(problem(std::max(4L, grid_nx())), std::uint64_t(seed)).describe();
+  if (info && !info->family.empty()) return info->family;
+  return file.empty() ? "constant" : "from the file";
 }
 
 View2<double> grid_coordinates(const HeatDataOptions& o) {
@@ -126,10 +158,79 @@ void advance_reference(const HeatDataOptions& o, const View2<double>& fields, lo
   stepper.advance(u, 0.0, t1, o.horizon() / double(substeps));
 }
 
+std::vector<heat::HeatProblem> sample_problems(const HeatDataOptions& o, long np, const std::vector<long>& sample_of) {
+  const heat::HeatProblem base = o.problem(np);
+  std::vector<heat::HeatProblem> out;
+  out.reserve(sample_of.size());
+  if (!o.generated_family()) {
+    out.assign(sample_of.size(), base);
+    return out;
+  }
+  const heat::HeatFamily fam = o.family.build(base, std::uint64_t(o.seed));
+  for (long i : sample_of) out.push_back(fam.sample_problem(base, i));
+  return out;
+}
+
+void advance_reference(const HeatDataOptions& o, const View2<double>& fields, long np, double horizons,
+                       long substeps, const std::vector<heat::HeatProblem>& problems) {
+  if (!o.generated_family()) return advance_reference(o, fields, np, horizons, substeps);
+  const long count = fields.extent(0), P = fields.extent(1);
+  require(long(problems.size()) == count, "advance_reference: ", problems.size(), " problems for ", count, " rows");
+  if (count == 0 || horizons <= 0) return;
+  const double t1 = horizons * o.horizon();
+  for (long r = 0; r < count; ++r) {
+    fd::HeatStepper stepper(problems[std::size_t(r)], fd::Method::Adi);
+    View3<double> u(fields.data() + r * P, 1, o.dim > 1 ? np : 1, np);  // row r as a [1, ny, nx] view
+    stepper.advance(u, 0.0, t1, o.horizon() / double(substeps));
+  }
+}
+
 namespace {
+// The family's channels of samples [first, first + count) on an np grid, [count·H, points, C] (each sample's row
+// repeated for its H horizons), in the order of o.channels.
+View3<double> family_channel_fields(const HeatDataOptions& o, long first, long count, long np, long H) {
+  const long P = o.dim == 1 ? np : np * np, C = long(o.channels.size());
+  View3<double> extra("attnphys::pair_channels", count * H, P, C);
+  if (C == 0) return extra;
+  auto h = Kokkos::create_mirror_view(extra);
+  const heat::HeatProblem base = o.problem(np);
+  const heat::HeatFamily fam = o.family.build(base, std::uint64_t(o.seed));
+  enum class Channel { Kappa, Source, Boundary };
+  std::vector<Channel> kinds;  // parsed once (resolve_heat_data admits only these names)
+  for (const auto& name : o.channels)
+    kinds.push_back(name == "kappa" ? Channel::Kappa : name == "source" ? Channel::Source : Channel::Boundary);
+  for (long s = 0; s < count; ++s) {
+    const heat::HeatProblem p = fam.sample_problem(base, first + s);
+    for (long c = 0; c < C; ++c) {
+      const Channel kind = kinds[std::size_t(c)];
+      std::vector<double> v(std::size_t(P), 0.0);
+      if (kind == Channel::Kappa) {
+        if (p.variable_kappa()) {
+          auto k = to_host(p.kappa_field);
+          for (long q = 0; q < P; ++q) v[std::size_t(q)] = k.data()[q];
+        } else {
+          std::fill(v.begin(), v.end(), p.kappa);
+        }
+      } else if (kind == Channel::Source) {
+        if (p.source_field.size() > 0) {
+          auto f = to_host(p.source_field);
+          for (long q = 0; q < P; ++q) v[std::size_t(q)] = f.data()[q];
+        }
+      } else {  // "boundary" (resolve_heat_data admits no other name)
+        auto b = heat::boundary_field(p);
+        for (long q = 0; q < P; ++q) v[std::size_t(q)] = b.data()[q];
+      }
+      for (long j = 0; j < H; ++j)
+        for (long q = 0; q < P; ++q) h(s * H + j, q, c) = v[std::size_t(q)];
+    }
+  }
+  Kokkos::deep_copy(extra, h);
+  return extra;
+}
+
 // later[r, j − 2, :] = the field of row r after j of its horizons, j = 2..steps: the targets advanced again by each
 // row's horizon with the reference solver (rows of one horizon at a time).
-void generate_later(const HeatDataOptions& o, HeatPairs& p, long np, long steps) {
+void generate_later(const HeatDataOptions& o, HeatPairs& p, long first, long np, long steps) {
   const long K1 = steps - 1, P = p.points, R = p.count, H = long(o.horizons.size());
   p.later = View3<double>("attnphys::later_targets", R, K1, P);
   for (long j = 0; j < H; ++j) {
@@ -140,8 +241,11 @@ void generate_later(const HeatDataOptions& o, HeatPairs& p, long np, long steps)
     Kokkos::parallel_for(
         "attnphys::trajectory_start", Kokkos::RangePolicy<ExecSpace>(0, rows * P),
         KOKKOS_LAMBDA(long i) { cur(i / P, i % P) = tg((i / P) * H + j, i % P); });
+    std::vector<long> sample_of(static_cast<std::size_t>(rows));
+    for (long s = 0; s < rows; ++s) sample_of[std::size_t(s)] = first + s;
+    const auto problems = sample_problems(o, np, sample_of);
     for (long k = 0; k < K1; ++k) {
-      advance_reference(o, cur, np, o.horizons[std::size_t(j)], o.reference_substeps);
+      advance_reference(o, cur, np, o.horizons[std::size_t(j)], o.reference_substeps, problems);
       Kokkos::parallel_for(
           "attnphys::trajectory_store", Kokkos::RangePolicy<ExecSpace>(0, rows * P),
           KOKKOS_LAMBDA(long i) { later((i / P) * H + j, k, i % P) = cur(i / P, i % P); });
@@ -160,12 +264,15 @@ static HeatPairs generate_one_step(const HeatDataOptions& o, long first, long co
   p.points = o.dim == 1 ? np : np * np;
   p.coords = grid_coordinates(o, np);
   p.tau = View1<double>("attnphys::pair_horizon", p.count);
-  p.extra = View3<double>("attnphys::pair_channels", p.count, p.points, 0);
+  p.extra = family_channel_fields(o, first, count, np, H);
+  std::vector<long> sample_of(static_cast<std::size_t>(count));
+  for (long s = 0; s < count; ++s) sample_of[std::size_t(s)] = first + s;
+  const auto problems = sample_problems(o, np, sample_of);
   if (H == 1) {  // one pair per sample: targets advanced in place
     p.inputs = make_initial_fields(o, first, count, np);
     p.targets = View2<double>("attnphys::targets", count, p.points);
     Kokkos::deep_copy(p.targets, p.inputs);
-    advance_reference(o, p.targets, np, o.horizons[0], o.reference_substeps);
+    advance_reference(o, p.targets, np, o.horizons[0], o.reference_substeps, problems);
     Kokkos::deep_copy(p.tau, o.horizons[0]);
     return p;
   }
@@ -179,7 +286,7 @@ static HeatPairs generate_one_step(const HeatDataOptions& o, long first, long co
   const auto tau = p.tau;
   for (long j = 0; j < H; ++j) {
     Kokkos::deep_copy(tmp, u0);
-    advance_reference(o, tmp, np, o.horizons[j], o.reference_substeps);
+    advance_reference(o, tmp, np, o.horizons[j], o.reference_substeps, problems);
     const double m = o.horizons[j];
     Kokkos::parallel_for(
         "attnphys::scatter_horizon", Kokkos::RangePolicy<ExecSpace>(0, count * P), KOKKOS_LAMBDA(long i) {
@@ -195,7 +302,7 @@ static HeatPairs generate_one_step(const HeatDataOptions& o, long first, long co
 HeatPairs generate_heat_pairs(const HeatDataOptions& o, long first, long count, long np, long steps) {
   require(steps >= 1, "generate_heat_pairs: steps must be at least 1, got ", steps);
   HeatPairs p = generate_one_step(o, first, count, np);
-  if (steps > 1) generate_later(o, p, np, steps);
+  if (steps > 1) generate_later(o, p, first, np, steps);
   return p;
 }
 

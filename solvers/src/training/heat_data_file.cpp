@@ -337,14 +337,21 @@ HeatDataOptions resolve_heat_file(const HeatDataOptions& o) {
   if (o.file.empty()) {
     require(o.field == "data", "data.field = '", o.field, "' names a dataset of data.file, but data.file is empty ",
             "(generated pairs have only the solved field): set data.file or leave data.field at \"data\"");
-    if (!o.channels.empty()) {
-      std::string names;
-      for (const auto& c : o.channels) names += (names.empty() ? "" : ", ") + c;
-      fail("data.channels = [", names, "] names datasets of data.file, but data.file is empty (generated pairs ",
-           "have no extra channels): set data.file or data.channels = []");
-    }
     HeatDataOptions r = o;
     if (r.n == 0) r.n = 32;
+    const std::vector<std::string> drawn = o.family_channels();  // also checks the [family] keys
+    if (o.generated_family()) o.family.build(o.problem(r.n), std::uint64_t(o.seed));
+    std::string names, have;
+    for (const auto& c : o.channels) names += (names.empty() ? "" : ", ") + c;
+    for (const auto& c : drawn) have += (have.empty() ? "" : ", ") + c;
+    if (drawn.empty() && !o.channels.empty())
+      fail("data.channels = [", names, "] names datasets of data.file, but data.file is empty and the generated ",
+           "pairs have no per-sample family ([family] all constant): set data.file, a [family] (family.kappa = ",
+           "lognormal, ...), or data.channels = []");
+    for (const auto& c : o.channels)
+      require(std::find(drawn.begin(), drawn.end(), c) != drawn.end(), "data.channels names '", c, "', which the ",
+              "generated family does not draw (it draws: ", have, "): use a subset of those, or [] for all of them");
+    if (r.channels.empty()) r.channels = drawn;
     return r;
   }
   o.validate();

@@ -1,6 +1,7 @@
 #include "heat_eval.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -103,6 +104,12 @@ void HeatEvaluator::run_speed(HeatRunResult& res, const HeatPairs& test, double 
     }
     solver = fsol->method_name();
   }
+  std::vector<heat::HeatProblem> problems;  // generated family: row r is test sample n_train + n_val + r
+  if (!fsol && D.generated_family()) {
+    for (long r = 0; r < rows; ++r) sample_of.push_back(D.n_train + D.n_val + r);
+    problems = sample_problems(D, D.n, sample_of);
+    solver += " (one stepper per sample, its set-up timed)";
+  }
   auto run = [&](long steps) {
     View2<double> u("attnphys::solver_u", rows, test.points);
     Kokkos::deep_copy(u, test.inputs);
@@ -110,6 +117,8 @@ void HeatEvaluator::run_speed(HeatRunResult& res, const HeatPairs& test, double 
     const auto t0 = std::chrono::steady_clock::now();
     if (fsol)
       fsol->advance(u, sample_of, k_of, D.file_stride, steps);
+    else if (D.generated_family())
+      advance_reference(D, u, D.n, 1.0, steps, problems);
     else
       advance_reference(D, u, D.n, 1.0, steps);
     Kokkos::fence();
@@ -180,6 +189,8 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
   const auto& E = cfg_.eval;
   SurrogateCache<float> cache;
   res.solver_physics = D.solver_physics;
+  res.family = D.family_name();
+  res.channels = D.channels;
   res.notes.clear();
   if (!D.solver_physics && D.info) res.notes.push_back(D.info->physics_note);
   const std::string why_skip = D.solver_physics ? "" : "the physics comes from the file, so there is no reference solver";
@@ -225,8 +236,11 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
     const View3<double> ex = pick_rows(test.extra, start);
     View2<double> cur("attnphys::rollout_cur", nr, test.points);
     Kokkos::deep_copy(cur, ref);
+    std::vector<long> sample_of;  // generated pairs: one per test sample
+    for (long s = 0; s < nr; ++s) sample_of.push_back(D.n_train + D.n_val + s);
+    const auto problems = sample_problems(D, D.n, sample_of);
     for (long k = 1; k <= E.rollout_steps; ++k) {
-      advance_reference(D, ref, D.n, 1.0, D.reference_substeps);
+      advance_reference(D, ref, D.n, 1.0, D.reference_substeps, problems);
       cur = predict(cur, ex, test.coords, cache);
       res.rollout.push_back(mean_rel_l2(cur, ref));
     }
@@ -254,7 +268,7 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
   }
 
   // Resolution transfer: the same physical fields on a finer grid.
-  if (E.transfer_n > 0 && (!D.solver_physics || C > 0)) {
+  if (E.transfer_n > 0 && (!D.solver_physics || (C > 0 && !D.generated_family()))) {
     res.notes.push_back("resolution transfer skipped: " +
                         (D.solver_physics ? std::string("the generated fields of the finer grid have no extra "
                                                         "channels (data.channels)")
@@ -262,7 +276,7 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
   } else if (E.transfer_n > 0) {
     const long ns = std::min(E.transfer_samples, D.n_test);
     HeatPairs fine = generate_heat_pairs(Db, D.n_train + D.n_val, ns, E.transfer_n);
-    View2<double> fp = predict(fine.inputs, E.transfer_n, cache);
+    View2<double> fp = predict(fine.inputs, fine.extra, fine.coords, cache);  // the family's channels on that grid
     auto fph = to_host(fp), frh = to_host(fine.targets);
     std::vector<FieldMetrics> fm;
     const int fny = D.dim == 1 ? 1 : int(E.transfer_n);
@@ -304,8 +318,11 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
   std::vector<double> att = model_.attention_map(cache, params_, E.attention_layer, 0, q);
   const std::vector<double> op_row = model_.operator_row(cache, params_, q);
   std::vector<double> kern, stencil;
-  if (!D.solver_physics) {
-    res.notes.push_back("heat-kernel comparison skipped: " + why_skip + " and no known heat kernel");
+  if (!D.solver_physics || D.generated_family()) {
+    res.notes.push_back("heat-kernel comparison skipped: " +
+                        (D.solver_physics ? std::string("every sample has its own problem (") + res.family + ")"
+                                          : why_skip) +
+                        " and no known heat kernel");
   } else {
     kern.resize(std::size_t(P));
     stencil.resize(std::size_t(P));
@@ -350,6 +367,19 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
     w.write<double>("/fields/input", &hi(0, 0), {sns, sny, snx});
     w.write<double>("/fields/prediction", &hp(0, 0), {sns, sny, snx});
     w.write<double>("/fields/reference", &hr(0, 0), {sns, sny, snx});
+    if (C > 0) {  // the extra input channels of the same samples, raw (κ, source, boundary data)
+      auto he = to_host(test.extra);
+      const long P = test.points;
+      for (long c = 0; c < C; ++c) {
+        std::vector<double> v(std::size_t(ns * P));
+        for (long s = 0; s < ns; ++s)
+          for (long q = 0; q < P; ++q) v[std::size_t(s * P + q)] = he(s, q, c);
+        const std::string name = c < long(D.channels.size()) ? D.channels[std::size_t(c)] : "channel" + std::to_string(c);
+        std::string safe;
+        for (char ch : name) safe += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') ? ch : '_';
+        w.write<double>("/fields/channels/" + safe, v.data(), {sns, sny, snx});
+      }
+    }
     if (!res.rollout.empty()) w.write<double>("/rollout/rel_l2", res.rollout);
     if (!speed_.tried.empty()) {  // every step count the speed comparison ran, in order
       std::vector<double> steps(speed_.tried.begin(), speed_.tried.end()), ms;
@@ -410,7 +440,11 @@ Json HeatRunResult::to_json() const {
   j.set("solver_steps_equal_accuracy", solver_steps_equal_accuracy);
   j.set("solver_rel_l2_equal_accuracy", solver_rel_l2_equal_accuracy);
   j.set("speedup_vs_solver", speedup_vs_solver);
-  j.set("attention_kernel_overlap", solver_physics ? Json(attention_kernel_overlap) : Json());
+  j.set("attention_kernel_overlap", solver_physics && attention_kernel_overlap > 0 ? Json(attention_kernel_overlap) : Json());
+  j.set("family", family);
+  Json chs = Json::array();
+  for (const auto& c : channels) chs.push_back(c);
+  j.set("channels", chs);
   if (!(speedup_vs_solver > 0))  // not timed (eval.speed off, no solver for the file's physics, or not reached)
     for (const char* k : {"surrogate_ms_per_sample", "solver_ms_per_sample", "solver_steps_equal_accuracy",
                           "solver_rel_l2_equal_accuracy", "speedup_vs_solver"})
@@ -431,6 +465,7 @@ std::string HeatRunResult::table() const {
     std::snprintf(line, sizeof line, "  %-34s %12.4e\n", name, v);
     os << line;
   };
+  if (!family.empty()) os << "problem family: " << family << "\n";
   os << "heat surrogate — test set (" << n_parameters << " parameters, " << steps_done << " steps, "
      << train_seconds << " s training)\n";
   row("relative L2", test.rel_l2);
@@ -453,7 +488,7 @@ std::string HeatRunResult::table() const {
     row("solver steps / horizon at equal acc.", double(solver_steps_equal_accuracy));
     row("speed-up vs solver at equal accuracy", speedup_vs_solver);
   }
-  if (solver_physics) row("attention / heat-kernel overlap", attention_kernel_overlap);
+  if (solver_physics && attention_kernel_overlap > 0) row("attention / heat-kernel overlap", attention_kernel_overlap);
   for (const auto& n : notes) os << "  note: " << n << "\n";
   return os.str();
 }

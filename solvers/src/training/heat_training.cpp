@@ -120,7 +120,11 @@ HeatRunConfig HeatRunConfig::resolved() const {
             "is empty (generated pairs have a constant κ): set data.file, or model.input_kappa = false");
     c.data.channels.push_back("kappa");
   }
-  c.data = resolve_heat_data(c.data);  // data.file: the file's grid, physics and channels
+  c.data = resolve_heat_data(c.data);  // data.file: the file's grid, physics and channels; a family's channels
+  if (c.model.kind == "kernel" && !c.data.channels.empty())
+    fail("model.kind = kernel is linear in the field with one kernel for every sample, so it cannot take the ",
+         "per-sample inputs of the generated family (", c.data.family_name(), "): use model.kind = conditioned ",
+         "(a kernel conditioned on them) or transformer");
   c.model.extra_channels = long(c.data.channels.size());
   c.model.validate();
   return c;

@@ -40,6 +40,7 @@
 
 #include "attnphys/core/options.hpp"
 #include "attnphys/core/views.hpp"
+#include "attnphys/physics/heat/families.hpp"
 #include "attnphys/physics/heat/heat_problem.hpp"
 
 namespace attnphys::training {
@@ -62,6 +63,11 @@ struct HeatDataOptions {
   long file_stride = 1;         // snapshots between input and target: base Δt = file_stride·(t[1] − t[0])
   std::string field = "data";   // data.file: the evolving channel (see the header comment)
   std::vector<std::string> channels;  // data.file: extra input channels, "name" or "name[k]"
+  // Generated pairs of a problem family ([family], the keys of `attnphys heat dataset`): sample i has its own κ(x),
+  // source and boundary data (heat::HeatFamily::sample_problem of the data seed), the model sees them as the
+  // channels "kappa", "source", "boundary" (data.channels: empty for all the family draws, or a subset), and the
+  // reference solver, the rollout, the resolution transfer and the solver timing use each sample's own problem.
+  heat::HeatFamilyOptions family;
 
   void declare(OptionSet& set, const std::string& section = "data");
   void validate() const;
@@ -69,6 +75,15 @@ struct HeatDataOptions {
   double horizon() const;       // Δt
   long points() const { return grid_nx() * grid_ny(); }
   heat::HeatProblem problem(long n_points) const;  // the problem on an n_points-per-axis grid
+  // Generated pairs whose samples differ in more than their initial field (a per-sample [family]).
+  bool generated_family() const;
+  // The family's channels, in the order "kappa", "source", "boundary" (those it draws per sample).
+  std::vector<std::string> family_channels() const;
+  // Sample `index`'s problem on an n_points-per-axis grid (the base problem when there is no per-sample family).
+  heat::HeatProblem sample_problem(long n_points, long index) const;
+  // "kappa=lognormal(contrast 10, length 0.15), source=none, boundary=zero" (generated family), the file's
+  // 'family' attribute, or "constant" (generated pairs of one problem).
+  std::string family_name() const;
   // Rows of HeatPairs per sample (after resolve_heat_data for a file); with steps > 1 (unrolled training) the rows
   // whose trajectory of `steps` horizons lies in the file.
   long pairs_per_sample(long steps = 1) const;
@@ -170,6 +185,13 @@ View2<double> make_initial_fields(const HeatDataOptions& options, long first, lo
 // Advances fields [count, points] by `horizons` model horizons with the reference solver, in place.
 void advance_reference(const HeatDataOptions& options, const View2<double>& fields, long n_points, double horizons,
                        long substeps_per_horizon);
+// The problems of samples sample_of[r] on an n-per-axis grid (HeatDataOptions::sample_problem).
+std::vector<heat::HeatProblem> sample_problems(const HeatDataOptions& options, long n_points,
+                                               const std::vector<long>& sample_of);
+// The same for rows of different problems: row r is advanced with problems[r] (one stepper per row, whose set-up
+// is part of the call). Without a generated family, every row has the base problem and one batched stepper is used.
+void advance_reference(const HeatDataOptions& options, const View2<double>& fields, long n_points, double horizons,
+                       long substeps_per_horizon, const std::vector<heat::HeatProblem>& problems);
 
 // Grid point coordinates [points, dim] on an n-per-axis grid of the options' problem.
 View2<double> grid_coordinates(const HeatDataOptions& options, long n_points);

@@ -123,6 +123,8 @@ struct HeatRunResult {
   double attention_kernel_overlap = 0;  // Σ min(attention, heat kernel) (1 = identical distributions)
   std::string checkpoint;
   bool solver_physics = true;   // false: the data's physics is the file's (solver-based evaluation skipped)
+  std::string family;           // the problem family trained on (HeatDataOptions::family_name)
+  std::vector<std::string> channels;  // the model's extra input channels
   std::vector<std::string> notes;  // what the evaluation skipped or changed, and why
   Json to_json() const;
   std::string table() const;  // the metrics table printed at the end of a run
