@@ -371,7 +371,7 @@ void VmcDriver<T>::load_checkpoint(const std::string& path) {
       sampler_->restore(mine, counter);
     } else {  // another rank count: fresh chains (burn-in by sampler.n_discard), same random-number position
       sampler_->reset();
-      sampler_->restore(sampler_->states(), counter);
+      sampler_->restore(sampler_->states(), counter, false);
     }
   } else {
     direct_counter_ = counter;

@@ -15,6 +15,10 @@ void local_energy(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const V
               el_re.extent(0) == std::size_t(B) && el_im.extent(0) == std::size_t(B),
           "local_energy: log ψ and output views need ", B, " entries");
   if (chunk <= 0) chunk = B;
+  // Connected configurations differ from their sample in one or two sites: the model's incremental path (when it
+  // has one) evaluates them against the samples as references.
+  auto* inc = dynamic_cast<IncrementalLogPsi<T>*>(&model);
+  if (inc && !inc->incremental_enabled()) inc = nullptr;
   for (long b0 = 0; b0 < B; b0 += chunk) {
     const long b1 = std::min(B, b0 + chunk), nb = b1 - b0;
     View2<const T> s = Kokkos::subview(sigma, Kokkos::make_pair(b0, b1), Kokkos::ALL());
@@ -38,6 +42,7 @@ void local_energy(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const V
     Kokkos::deep_copy(total, Kokkos::subview(offset, nb));
     View2<T> flat("attnphys::conn_flat", total, N);
     View1<T> flat_el("attnphys::conn_flat_el", total);
+    View1<long> flat_parent("attnphys::conn_flat_parent", total);
     Kokkos::parallel_for(
         "attnphys::local_energy_pack", Kokkos::RangePolicy<ExecSpace>(0, nb), KOKKOS_LAMBDA(const long b) {
           long p = offset(b);
@@ -45,13 +50,19 @@ void local_energy(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const V
             if (el(b, k) == T(0)) continue;
             for (int i = 0; i < N; ++i) flat(p, i) = conn(b, k, i);
             flat_el(p) = el(b, k);
+            flat_parent(p) = b;
             ++p;
           }
         });
     View1<T> fre("attnphys::conn_lp_re", total), fim("attnphys::conn_lp_im", total);
-    for (long f0 = 0; f0 < total; f0 += chunk) {
-      const auto r = Kokkos::make_pair(f0, std::min(total, f0 + chunk));
-      model.log_psi(Kokkos::subview(flat, r, Kokkos::ALL()), Kokkos::subview(fre, r), Kokkos::subview(fim, r));
+    if (inc) {
+      inc->set_reference(s);
+      inc->log_psi_from_reference(flat, flat_parent, fre, fim);
+    } else {
+      for (long f0 = 0; f0 < total; f0 += chunk) {
+        const auto r = Kokkos::make_pair(f0, std::min(total, f0 + chunk));
+        model.log_psi(Kokkos::subview(flat, r, Kokkos::ALL()), Kokkos::subview(fre, r), Kokkos::subview(fim, r));
+      }
     }
     Kokkos::parallel_for(
         "attnphys::local_energy_sum", Kokkos::RangePolicy<ExecSpace>(0, nb), KOKKOS_LAMBDA(const long b) {

@@ -10,7 +10,11 @@ void SamplerOptions::declare(OptionSet& s, const std::string& p) {
   s.add(p + ".n_chains", &n_chains, "Markov chains advanced together", Range::at_least(1));
   s.add(p + ".n_samples", &n_samples, "samples per iteration (rounded up to a multiple of n_chains)",
         Range::at_least(1));
-  s.add(p + ".n_discard", &n_discard, "sweeps discarded before sampling", Range::non_negative());
+  s.add(p + ".n_discard", &n_discard, "sweeps discarded before sampling fresh chains (burn-in)",
+        Range::non_negative());
+  s.add(p + ".n_discard_continue", &n_discard_continue,
+        "sweeps discarded before sampling chains that continue from the previous iteration (negative: n_discard)",
+        Range::at_least(-1));
   s.add(p + ".sweep_size", &sweep_size, "Metropolis steps per sweep (0: number of sites)", Range::non_negative());
   s.add(p + ".move", &move, "proposal (exact: direct sampling, for models that support it)",
         {"auto", "local", "exchange", "exact"});
@@ -50,6 +54,14 @@ MetropolisSampler<T>::MetropolisSampler(LogPsiModel<T>& model, const SamplerOpti
   new_im_ = View1<T>("attnphys::mc_new_im", C);
   log_hastings_ = View1<T>("attnphys::mc_hastings", C);
   accepted_ = View1<long>("attnphys::mc_accepted", C);
+  take_ = View1<long>("attnphys::mc_take", C);
+  identity_ = View1<long>("attnphys::mc_identity", C);
+  {
+    const auto id = identity_;
+    Kokkos::parallel_for(
+        "attnphys::mc_identity", Kokkos::RangePolicy<ExecSpace>(0, C), KOKKOS_LAMBDA(const long c) { id(c) = c; });
+  }
+  if (auto* inc = dynamic_cast<IncrementalLogPsi<T>*>(&model); inc && inc->incremental_enabled()) inc_ = inc;
   if (move_ == "exchange") {
     std::vector<int> pi, pj;
     const long d = o.exchange_distance > 0 ? o.exchange_distance : n_;
@@ -101,16 +113,25 @@ void MetropolisSampler<T>::reset() {
       });
   model_.log_psi(state_, lp_re_, lp_im_);
   step_ = 0;
+  fresh_ = true;
+  ref_valid_ = false;
   reset_acceptance();
 }
 
 template <class T>
-void MetropolisSampler<T>::restore(const View2<T>& states, std::uint64_t counter) {
+long MetropolisSampler<T>::next_discard() const {
+  return fresh_ || opt_.n_discard_continue < 0 ? opt_.n_discard : opt_.n_discard_continue;
+}
+
+template <class T>
+void MetropolisSampler<T>::restore(const View2<T>& states, std::uint64_t counter, bool equilibrated) {
   require(states.extent(0) == state_.extent(0) && states.extent(1) == state_.extent(1),
           "sampler restore: states must be [", state_.extent(0), ", ", n_, "]");
   Kokkos::deep_copy(state_, states);
   model_.log_psi(state_, lp_re_, lp_im_);
   step_ = counter;
+  fresh_ = !equilibrated;
+  ref_valid_ = false;
   reset_acceptance();
 }
 
@@ -141,6 +162,7 @@ void MetropolisSampler<T>::step() {
   const auto pi = pair_i_, pj = pair_j_;
   const long n_pairs = pair_i_.extent(0);
   const bool exchange = move_ == "exchange";
+  const bool all_pairs = exchange && n_pairs == long(n) * (n - 1) / 2;
   const double p_global = opt_.global_flip;
   const std::uint64_t seed = std::uint64_t(opt_.seed), start = 16 * step_;
   Kokkos::parallel_for(
@@ -150,6 +172,30 @@ void MetropolisSampler<T>::step() {
         lh(c) = T(0);
         if (p_global > 0 && r.uniform() < p_global) {
           for (int i = 0; i < n; ++i) pr(c, i) = -pr(c, i);
+        } else if (exchange && all_pairs) {
+          // Every pair is a candidate: the antiparallel pairs number n_up·n_down before and after the swap (no
+          // Hastings factor), and the pick-th of them in the order (i, j > i) is found in O(N) from suffix counts
+          // of up spins (the same pair the enumeration below picks).
+          long ups = 0;
+          for (int i = 0; i < n; ++i) ups += st(c, i) > T(0);
+          const long count = ups * (n - ups);
+          if (count == 0) return;
+          long pick = long(r.below(count));
+          long ups_after = ups;  // up spins at sites > i
+          for (int i = 0; i < n; ++i) {
+            const bool up = st(c, i) > T(0);
+            if (up) --ups_after;
+            const long opp = up ? (n - 1 - i) - ups_after : ups_after;
+            if (pick < opp) {
+              int j = i + 1;
+              for (;; ++j)
+                if ((st(c, j) > T(0)) != up && pick-- == 0) break;
+              pr(c, i) = st(c, j);
+              pr(c, j) = st(c, i);
+              break;
+            }
+            pick -= opp;
+          }
         } else if (exchange) {
           long count = 0;
           for (long k = 0; k < n_pairs; ++k) count += st(c, pi(k)) != st(c, pj(k));
@@ -168,20 +214,29 @@ void MetropolisSampler<T>::step() {
           pr(c, i) = -pr(c, i);
         }
       });
-  model_.log_psi(proposal_, new_re_, new_im_);
+  if (inc_) {
+    if (!ref_valid_) inc_->set_reference(state_);
+    ref_valid_ = true;
+    inc_->log_psi_from_reference(proposal_, identity_, new_re_, new_im_);
+  } else {
+    model_.log_psi(proposal_, new_re_, new_im_);
+  }
   const auto lr = lp_re_, li = lp_im_, nr = new_re_, ni = new_im_;
-  const auto acc = accepted_;
+  const auto acc = accepted_, take = take_;
   Kokkos::parallel_for(
       "attnphys::mc_accept", Kokkos::RangePolicy<ExecSpace>(0, C), KOKKOS_LAMBDA(const long c) {
         CounterRng r(seed, c, start + 8);
         const double log_a = 2.0 * (double(nr(c)) - double(lr(c))) + double(lh(c));
+        take(c) = 0;
         if (log_a >= 0 || math::log(r.uniform() + 1e-300) < log_a) {
           for (int i = 0; i < n; ++i) st(c, i) = pr(c, i);
           lr(c) = nr(c);
           li(c) = ni(c);
           acc(c) += 1;
+          take(c) = 1;
         }
       });
+  if (inc_) inc_->update_reference(take_);
   ++step_;
   proposed_ += C;
 }
@@ -195,7 +250,10 @@ void MetropolisSampler<T>::sample(View2<T>& samples, View1<T>& re, View1<T>& im)
     re = View1<T>("attnphys::mc_samples_re", S * C);
     im = View1<T>("attnphys::mc_samples_im", S * C);
   }
-  for (long k = 0; k < opt_.n_discard * sweep_; ++k) step();
+  const long discard = next_discard();
+  fresh_ = false;
+  ref_valid_ = false;  // others (the local energy) may have used the model's reference since the last call
+  for (long k = 0; k < discard * sweep_; ++k) step();
   for (long s = 0; s < S; ++s) {
     for (long k = 0; k < sweep_; ++k) step();
     const auto rows = Kokkos::make_pair(s * C, (s + 1) * C);
@@ -203,6 +261,7 @@ void MetropolisSampler<T>::sample(View2<T>& samples, View1<T>& re, View1<T>& im)
     Kokkos::deep_copy(Kokkos::subview(re, rows), lp_re_);
     Kokkos::deep_copy(Kokkos::subview(im, rows), lp_im_);
   }
+  ref_valid_ = false;
 }
 
 template class MetropolisSampler<float>;

@@ -4,6 +4,8 @@
 
 #include "attnphys/core/gemm.hpp"
 #include "attnphys/core/random.hpp"
+#include "attnphys/operators/attention_core.hpp"
+#include "attnphys/operators/layers.hpp"
 #include "attnphys/solvers/vmc/complex_math.hpp"
 
 namespace attnphys::vmc {
@@ -23,6 +25,9 @@ void TransformerAnsatzOptions::declare(OptionSet& s, const std::string& p) {
   s.add(p + ".marshall_sign", &marshall_sign, "multiply by (-1)^(up spins on even sites)");
   s.add(p + ".init_std", &init_std, "readout initial scale", Range::non_negative());
   s.add(p + ".seed", &seed, "initialisation seed");
+  s.add(p + ".incremental", &incremental,
+        "one factored block: proposals and connected configurations recompute only the changed tokens (false: full "
+        "evaluations)");
   s.add(p + ".chunk_tokens", &chunk_tokens,
         "log psi evaluates the batch in chunks of about this many tokens, so activations stay in cache (0: whole batch)",
         Range::non_negative());
@@ -77,6 +82,7 @@ TransformerAnsatz<T>::TransformerAnsatz(int n, bool periodic, const TransformerA
       d_(o.d_model),
       k_(o.hidden > 0 ? o.hidden : o.d_model),
       enc_(make_encoder_options(n, periodic, o), "encoder.") {
+  inc_ok_ = o.incremental && o.n_layers == 1 && o.attention == "factored";
   enc_.declare(params_);
   params_.add("out.W_re", {k_, d_});
   params_.add("out.W_im", {k_, d_});
@@ -336,6 +342,189 @@ void TransformerAnsatz<T>::log_psi_gradients(const View2<const T>& sigma, const 
     }
   }
   Kokkos::deep_copy(grads, saved);
+}
+
+namespace {
+template <class T>
+void ensure2(View2<T>& v, long a, long b, const char* name) {
+  if (long(v.extent(0)) != a || long(v.extent(1)) != b) v = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(name)), a, b);
+}
+template <class T>
+void ensure1(View1<T>& v, long a, const char* name) {
+  if (long(v.extent(0)) != a) v = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(name)), a);
+}
+}  // namespace
+
+template <class T>
+bool TransformerAnsatz<T>::incremental_enabled() const {
+  return inc_ok_;
+}
+
+template <class T>
+void TransformerAnsatz<T>::set_reference(const View2<const T>& ref) {
+  ScopedRegion region("attnphys::vit_set_reference");
+  require(inc_ok_, "transformer ansatz: incremental evaluation needs one factored-attention block and "
+          "transformer.incremental = true");
+  const long R = ref.extent(0), per = shifts_ * np_;
+  require(ref.extent(1) == std::size_t(n_), "transformer set_reference: configurations have ", ref.extent(1),
+          " sites, expected ", n_);
+  ensure2(ref_sigma_, R, n_, "attnphys::vit_ref_sigma");
+  ensure2(ref_x1_, R * per, d_, "attnphys::vit_ref_x1");
+  if (R == 0) return;
+  Kokkos::deep_copy(ref_sigma_, ref);
+  const long chunk = opt_.chunk_tokens > 0 ? std::min(R, std::max(1L, opt_.chunk_tokens / per)) : R;
+  for (long b0 = 0; b0 < R; b0 += chunk) {
+    const long lo = std::min(b0, R - chunk);
+    make_tokens(View2<const T>(ref.data() + lo * n_, chunk, n_));
+    enc_.forward(y_, cache_, tokens_, chunk * shifts_, np_, params_);
+    Kokkos::deep_copy(Kokkos::subview(ref_x1_, std::make_pair(lo * per, (lo + chunk) * per), Kokkos::ALL()),
+                      cache_.blocks.at(0).x1);
+  }
+}
+
+template <class T>
+void TransformerAnsatz<T>::log_psi_from_reference(const View2<const T>& sigma, const View1<const long>& parent,
+                                                  const View1<T>& re, const View1<T>& im) {
+  ScopedRegion region("attnphys::vit_log_psi_incremental");
+  const long B = sigma.extent(0), per = shifts_ * np_;
+  require(inc_ok_, "transformer ansatz: incremental evaluation needs one factored-attention block and "
+          "transformer.incremental = true");
+  require(sigma.extent(1) == std::size_t(n_) && parent.extent(0) == std::size_t(B) &&
+              re.extent(0) == std::size_t(B) && im.extent(0) == std::size_t(B),
+          "transformer log_psi_from_reference: sigma [B, ", n_, "], parent, re and im [B] are required");
+  require(ref_sigma_.extent(0) > 0 || B == 0, "transformer log_psi_from_reference: call set_reference first");
+  ensure2(inc_sigma_, B, n_, "attnphys::vit_inc_sigma");
+  ensure1(inc_parent_, B, "attnphys::vit_inc_parent");
+  ensure2(inc_x1_, B * per, d_, "attnphys::vit_inc_x1");
+  if (B == 0) return;
+  Kokkos::deep_copy(inc_sigma_, sigma);
+  Kokkos::deep_copy(inc_parent_, parent);
+  const long chunk = opt_.chunk_tokens > 0 ? std::min(B, std::max(1L, opt_.chunk_tokens / per)) : B;
+  for (long b0 = 0; b0 < B; b0 += chunk) incremental_chunk(sigma, parent, std::min(b0, B - chunk), chunk, re, im);
+}
+
+template <class T>
+void TransformerAnsatz<T>::incremental_chunk(const View2<const T>& sigma, const View1<const long>& parent, long lo,
+                                             long count, const View1<T>& re, const View1<T>& im) {
+  const long S = shifts_, np = np_, d = d_, n = n_, bp = opt_.patch_size, H = opt_.n_heads, dh = d / H;
+  const long rows = count * S, tokens = rows * np, dff = enc_.options().ff_width();
+  const auto sub = View2<const T>(sigma.data() + lo * n, count, n);
+  make_tokens(sub);
+  const std::string L = "encoder.layers.0.";
+  const auto We = params_.view2("encoder.embed.weight");
+  const auto be = params_.view1("encoder.embed.bias");
+  const bool pos = enc_.options().positional == "learned";
+  const auto Pe = pos ? params_.view2("encoder.pos_embed") : params_.view2("encoder.embed.weight");  // unused if !pos
+  const auto g1 = params_.view1(L + "norm1.weight"), b1 = params_.view1(L + "norm1.bias");
+  const auto Wv = params_.view2(L + "self_attn.v_proj.weight");
+  const auto Wo = params_.view2(L + "self_attn.out_proj.weight");
+  const auto alpha = params_.view2(L + "self_attn.alpha");
+  const bool periodic = periodic_;
+  const long max_len = enc_.options().max_len;
+  const double eps = enc_.options().ln_eps;
+  ensure2(inc_scratch_, rows, (5 + H) * d, "attnphys::vit_inc_scratch");
+  const auto scr = inc_scratch_;
+  const auto tok = tokens_;
+  const auto rs = ref_sigma_, rx = ref_x1_;
+  const auto x1 = Kokkos::subview(inc_x1_, std::make_pair(lo * S * np, lo * S * np + tokens), Kokkos::ALL());
+  Kokkos::parallel_for(
+      "attnphys::vit_incremental_x1", Kokkos::RangePolicy<ExecSpace>(0, rows), KOKKOS_LAMBDA(const long r) {
+        const long bb = r / S, s = r % S, pref = parent(lo + bb), pr = pref * S + s;
+        for (long t = 0; t < np; ++t)
+          for (long i = 0; i < d; ++i) x1(r * np + t, i) = rx(pr * np + t, i);
+        T* x0n = &scr(r, 0);
+        T* x0o = x0n + d;
+        T* hn = x0o + d;
+        T* ho = hn + d;
+        T* dv = ho + d;
+        T* u = dv + d;
+        for (long j = 0; j < np; ++j) {
+          bool changed = false;
+          for (long k = 0; k < bp; ++k) changed = changed || tok(r * np + j, k) != rs(pref, (j * bp + k + s) % n);
+          if (!changed) continue;
+          // x0 of the new and the old token (embedding, bias, position), their norm1, the value change.
+          for (long i = 0; i < d; ++i) {
+            T an = be(i), ao = be(i);
+            for (long k = 0; k < bp; ++k) {
+              an += We(i, k) * tok(r * np + j, k);
+              ao += We(i, k) * rs(pref, (j * bp + k + s) % n);
+            }
+            if (pos) {
+              an += Pe(j, i);
+              ao += Pe(j, i);
+            }
+            x0n[i] = an;
+            x0o[i] = ao;
+          }
+          for (int which = 0; which < 2; ++which) {
+            const T* x = which == 0 ? x0n : x0o;
+            T* h = which == 0 ? hn : ho;
+            double mean = 0, var = 0;
+            for (long i = 0; i < d; ++i) mean += double(x[i]);
+            mean /= double(d);
+            for (long i = 0; i < d; ++i) var += (double(x[i]) - mean) * (double(x[i]) - mean);
+            const double rstd = 1.0 / math::sqrt(var / double(d) + eps);
+            for (long i = 0; i < d; ++i) h[i] = T((double(x[i]) - mean) * rstd) * g1(i) + b1(i);
+          }
+          for (long i = 0; i < d; ++i) {
+            T a = 0;
+            for (long k = 0; k < d; ++k) a += Wv(i, k) * (hn[k] - ho[k]);
+            dv[i] = a;
+          }
+          for (long h = 0; h < H; ++h)
+            for (long i = 0; i < d; ++i) {
+              T a = 0;
+              for (long e = 0; e < dh; ++e) a += Wo(i, h * dh + e) * dv[h * dh + e];
+              u[h * d + i] = a;
+            }
+          for (long i = 0; i < d; ++i) x1(r * np + j, i) += x0n[i] - x0o[i];
+          for (long t = 0; t < np; ++t) {
+            T* row = &x1(r * np + t, 0);
+            for (long h = 0; h < H; ++h) {
+              const T a = alpha(h, ops::relative_index(t, j, np, max_len, periodic));
+              const T* uh = u + h * d;
+              for (long i = 0; i < d; ++i) row[i] += a * uh[i];
+            }
+          }
+        }
+      });
+  // The feed-forward half of the block, the final norm and the readout on every token.
+  ensure2(inc_h2_, tokens, d, "attnphys::vit_inc_h2");
+  ensure2(inc_out_, tokens, d, "attnphys::vit_inc_out");
+  ensure2(inc_f_, tokens, dff, "attnphys::vit_inc_f");
+  ensure2(inc_g_, tokens, dff, "attnphys::vit_inc_g");
+  ensure1(inc_mean_, tokens, "attnphys::vit_inc_mean");
+  ensure1(inc_rstd_, tokens, "attnphys::vit_inc_rstd");
+  const T teps = T(eps);
+  ops::layernorm_forward<T>(inc_h2_, inc_mean_, inc_rstd_, x1, params_.view1(L + "norm2.weight"),
+                            params_.view1(L + "norm2.bias"), teps);
+  ops::linear_forward<T>(inc_f_, inc_h2_, params_.view2(L + "linear1.weight"), params_.view1(L + "linear1.bias"));
+  ops::gelu_forward<T>(inc_g_, inc_f_);
+  ops::linear_forward<T>(inc_out_, inc_g_, params_.view2(L + "linear2.weight"), params_.view1(L + "linear2.bias"));
+  ops::add_inplace<T>(inc_out_, x1);
+  ops::layernorm_forward<T>(y_, inc_mean_, inc_rstd_, inc_out_, params_.view1("encoder.norm.weight"),
+                            params_.view1("encoder.norm.bias"), teps);
+  readout(rows);
+  const View1<T> sre(re.data() + lo, count), sim(im.data() + lo, count);
+  combine(count, sre, sim);
+  if (opt_.marshall_sign) add_marshall_phase<T>(sub, sim);
+}
+
+template <class T>
+void TransformerAnsatz<T>::update_reference(const View1<const long>& take) {
+  const long B = inc_sigma_.extent(0), per = shifts_ * np_, d = d_, n = n_;
+  require(take.extent(0) == std::size_t(B), "transformer update_reference: take needs ", B,
+          " entries (the rows of the last log_psi_from_reference)");
+  const auto rs = ref_sigma_, rx = ref_x1_, is = inc_sigma_, ix = inc_x1_;
+  const auto par = inc_parent_;
+  Kokkos::parallel_for(
+      "attnphys::vit_update_reference", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const long b) {
+        if (take(b) == 0) return;
+        const long p = par(b);
+        for (long i = 0; i < n; ++i) rs(p, i) = is(b, i);
+        for (long q = 0; q < per; ++q)
+          for (long i = 0; i < d; ++i) rx(p * per + q, i) = ix(b * per + q, i);
+      });
 }
 
 template class TransformerAnsatz<float>;

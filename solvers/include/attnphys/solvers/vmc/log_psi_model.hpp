@@ -42,4 +42,26 @@ class DirectSampling {
   }
 };
 
+// IncrementalLogPsi is an optional third interface: log ψ of configurations that each differ from one cached
+// reference configuration in a few sites, cheaper than log_psi (a transformer with one factored-attention block
+// recomputes only the changed tokens' values: attention is linear in them). The Metropolis sampler (proposals
+// against the chain states) and the local energy (connected configurations against their sample) find it with
+// dynamic_cast. The model holds one reference set at a time: each caller sets it before its updates.
+template <class T>
+class IncrementalLogPsi {
+ public:
+  virtual ~IncrementalLogPsi() = default;
+  // Whether the fast path applies to this model's configuration (false: use log_psi).
+  virtual bool incremental_enabled() const = 0;
+  // Caches the reference configurations ref [R, N] (replacing earlier ones).
+  virtual void set_reference(const View2<const T>& ref) = 0;
+  // log ψ of sigma [B, N], whose row b may differ from reference row parent(b) anywhere (the cost grows with the
+  // number of changed tokens); equal to log_psi(sigma) up to rounding.
+  virtual void log_psi_from_reference(const View2<const T>& sigma, const View1<const long>& parent,
+                                      const View1<T>& re, const View1<T>& im) = 0;
+  // After log_psi_from_reference: reference row parent(b) becomes that call's row b wherever take(b) != 0 (a
+  // Metropolis acceptance), so that the next proposals are again one move away.
+  virtual void update_reference(const View1<const long>& take) = 0;
+};
+
 }  // namespace attnphys::vmc

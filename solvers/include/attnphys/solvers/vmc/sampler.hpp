@@ -18,7 +18,9 @@ namespace attnphys::vmc {
 struct SamplerOptions {
   long n_chains = 128;
   long n_samples = 1024;     // per call of sample(), rounded up to a multiple of n_chains
-  long n_discard = 16;       // sweeps discarded at the start of every sample() call
+  long n_discard = 16;       // sweeps discarded at the start of the first sample() call after reset() (burn-in)
+  long n_discard_continue = -1;  // sweeps discarded at the start of later calls, whose chains continue from the
+                                 // previous call's (equilibrated) states; negative: n_discard
   long sweep_size = 0;       // Metropolis steps between kept samples; 0: the number of sites
   std::string move = "auto"; // auto | local | exchange | exact (auto: exchange when a fixed Sz sector is sampled;
                              // exact, and auto for models with DirectSampling: the VMC driver samples directly)
@@ -40,13 +42,16 @@ class MetropolisSampler {
 
   // New random chain states (in the sector when fixed_sz).
   void reset();
-  // Runs n_discard sweeps, then n_samples/n_chains sweeps, keeping the state after each: samples [S·C, N]
-  // step-major (row s·C + c), with their log ψ.
+  // Runs n_discard sweeps (n_discard_continue when the chains continue), then n_samples/n_chains sweeps, keeping
+  // the state after each: samples [S·C, N] step-major (row s·C + c), with their log ψ.
   void sample(View2<T>& samples, View1<T>& logpsi_re, View1<T>& logpsi_im);
   // One Metropolis step of every chain.
   void step();
   // Recomputes log ψ of the chain states (after the model's parameters changed).
-  void refresh() { model_.log_psi(state_, lp_re_, lp_im_); }
+  void refresh() {
+    model_.log_psi(state_, lp_re_, lp_im_);
+    ref_valid_ = false;
+  }
 
   long n_chains() const { return opt_.n_chains; }
   long n_steps_per_sample() const { return (opt_.n_samples + opt_.n_chains - 1) / opt_.n_chains; }
@@ -60,7 +65,11 @@ class MetropolisSampler {
   // Chain state, for checkpoints (the step counter makes a restarted run draw the same numbers).
   const View2<T>& states() const { return state_; }
   std::uint64_t step_counter() const { return step_; }
-  void restore(const View2<T>& states, std::uint64_t step_counter);
+  // equilibrated: the states continue a run (the next sample() discards n_discard_continue sweeps); false: they
+  // are fresh (it discards n_discard).
+  void restore(const View2<T>& states, std::uint64_t step_counter, bool equilibrated = true);
+  // Sweeps the next sample() call discards.
+  long next_discard() const;
   const SamplerOptions& options() const { return opt_; }
 
  private:
@@ -70,9 +79,12 @@ class MetropolisSampler {
   long sweep_;
   std::string move_;
   std::uint64_t step_ = 0;
+  bool fresh_ = true;  // chains not yet sampled since reset()
   View2<T> state_, proposal_;
   View1<T> lp_re_, lp_im_, new_re_, new_im_, log_hastings_;
-  View1<long> accepted_;
+  View1<long> accepted_, take_, identity_;
+  IncrementalLogPsi<T>* inc_ = nullptr;  // the model's incremental path (proposals against the chain states)
+  bool ref_valid_ = false;               // the model's reference holds state_ (set in sample(), kept by step())
   long proposed_ = 0;
   View1<int> pair_i_, pair_j_;  // exchange pairs
 };

@@ -39,13 +39,15 @@ struct TransformerAnsatzOptions {
   double init_std = 0.05;      // readout weights start as N(0, init_std² / d_model)
   long seed = 1;
   long chunk_tokens = 512;     // log ψ runs the batch in chunks of ~this many tokens (B·S·Np/chunk); 0: one pass
+  bool incremental = true;     // one factored block: proposals and connected configurations recompute only the
+                               // changed tokens' attention values (IncrementalLogPsi); false: full evaluations
 
   void declare(OptionSet& set, const std::string& section = "transformer");
   void validate() const;
 };
 
 template <class T>
-class TransformerAnsatz final : public LogPsiModel<T> {
+class TransformerAnsatz final : public LogPsiModel<T>, public IncrementalLogPsi<T> {
  public:
   // periodic: whether the chain is a ring (circulant attention, translation symmetrisation).
   TransformerAnsatz(int n_sites, bool periodic, const TransformerAnsatzOptions& options);
@@ -58,6 +60,19 @@ class TransformerAnsatz final : public LogPsiModel<T> {
   const TransformerAnsatzOptions& options() const { return opt_; }
   const ops::EncoderOptions& encoder_options() const { return enc_.options(); }
   long n_shifts() const { return shifts_; }
+
+  // IncrementalLogPsi: available for one factored-attention block (options.incremental). The reference keeps the
+  // configurations and the block's residual stream after attention, x1 = x0 + out_proj(attention) [R·S·Np, d]; a
+  // configuration differing in tokens J gets x1 + Σ_{j∈J} (δx0_j at token j + Σ_h α_h(t−j) W_o,h δv_j,h at every
+  // token t), and only the feed-forward half of the block, the final norm and the readout run on every token.
+  bool incremental_enabled() const override;
+  void set_reference(const View2<const T>& ref) override;
+  void log_psi_from_reference(const View2<const T>& sigma, const View1<const long>& parent, const View1<T>& re,
+                              const View1<T>& im) override;
+  void update_reference(const View1<const long>& take) override;
+  // One chunk of log_psi_from_reference (configurations [lo, lo + count) of sigma).
+  void incremental_chunk(const View2<const T>& sigma, const View1<const long>& parent, long lo, long count,
+                         const View1<T>& re, const View1<T>& im);
 
   // Implementation steps (public because they hold device kernels).
   void make_tokens(const View2<const T>& sigma);            // tokens_ [B*S*Np, b] for the S shifts
@@ -74,6 +89,11 @@ class TransformerAnsatz final : public LogPsiModel<T> {
   ops::EncoderCache<T> cache_, one_cache_;
   View2<T> tokens_, y_, z_, theta_re_, theta_im_, g_re_, g_im_, dy_, sub_re_, sub_im_;
   View1<T> lp_re_, lp_im_, w_re_, w_im_;
+  // Incremental evaluation: reference configurations and x1; the last call's configurations, parents and x1.
+  View2<T> ref_sigma_, ref_x1_, inc_sigma_, inc_x1_, inc_h2_, inc_f_, inc_g_, inc_out_, inc_scratch_;
+  View1<long> inc_parent_;
+  View1<T> inc_mean_, inc_rstd_;
+  bool inc_ok_ = false;
 };
 
 extern template class TransformerAnsatz<float>;

@@ -1,0 +1,230 @@
+// The fast paths of VMC (issue 17) against their reference paths: the transformer's incremental log ψ (one factored
+// block: only changed tokens' values recomputed) equals the full evaluation to 1e-10 in float64 for one, two and
+// many changed sites, periodic and open chains, learned positions, the Marshall sign, and after references are
+// updated; local energies through it equal those of full evaluations; the Metropolis sampler follows the same
+// chains with and without it; the exchange proposal over all pairs (an O(N) pick) samples the Born distribution
+// is covered by test_vmc_sampling; the discard schedule (burn-in on fresh chains, n_discard_continue after).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "attnphys/core/random.hpp"
+#include "attnphys/physics/spin/hamiltonian.hpp"
+#include "attnphys/solvers/vmc/local_energy.hpp"
+#include "attnphys/solvers/vmc/sampler.hpp"
+#include "attnphys/solvers/vmc/transformer.hpp"
+
+using namespace attnphys;
+using namespace attnphys::vmc;
+
+namespace {
+View2<double> random_spins(long B, int n, std::uint64_t seed) {
+  View2<double> s("s", B, n);
+  fill_uniform(s, seed, 0, -1, 1);
+  auto h = to_host(s);
+  for (std::size_t k = 0; k < h.size(); ++k) h.data()[k] = h.data()[k] < 0 ? -1 : 1;
+  Kokkos::deep_copy(s, h);
+  return s;
+}
+
+void perturb(ParameterBuffer<double>& buf, std::uint64_t seed, double scale) {
+  auto p = buf.get_host();
+  View1<double> noise("noise", long(p.size()));
+  fill_normal(noise, seed, 5, 0.0, scale);
+  auto h = to_host(noise);
+  for (std::size_t k = 0; k < p.size(); ++k) p[k] += h(k);
+  buf.set_host(p);
+}
+
+TransformerAnsatzOptions one_block(long patch) {
+  TransformerAnsatzOptions o;
+  o.patch_size = patch;
+  o.d_model = 8;
+  o.n_heads = 2;
+  o.n_layers = 1;
+  o.hidden = 5;
+  o.init_std = 0.5;
+  o.seed = 3;
+  o.chunk_tokens = 40;  // several chunks, the last one overlapping
+  return o;
+}
+
+double max_diff(const View1<double>& a, const View1<double>& b) {
+  auto ha = to_host(a), hb = to_host(b);
+  double w = 0;
+  for (std::size_t k = 0; k < ha.extent(0); ++k) w = std::max(w, std::abs(ha(k) - hb(k)));
+  return w;
+}
+}  // namespace
+
+TEST(IncrementalLogPsi, EqualsFullRecomputation) {
+  struct Case {
+    int n;
+    long patch;
+    bool periodic, marshall;
+  };
+  for (const Case& c : {Case{12, 2, true, false}, Case{12, 2, false, true}, Case{12, 3, true, true},
+                        Case{10, 1, false, false}}) {
+    auto o = one_block(c.patch);
+    o.marshall_sign = c.marshall;
+    TransformerAnsatz<double> psi(c.n, c.periodic, o);
+    ASSERT_TRUE(psi.incremental_enabled());
+    perturb(psi.parameters(), 9, 0.2);
+    const long R = 5, B = 23;
+    const auto ref = random_spins(R, c.n, 4);
+    psi.set_reference(ref);
+    // Row b: reference b % R with (b % 4) + 1 sites flipped (b % 4 == 3: every site).
+    View2<double> s("s", B, c.n);
+    View1<long> parent("parent", B);
+    {
+      auto hr = to_host(ref);
+      auto hs = Kokkos::create_mirror_view(s);
+      auto hp = Kokkos::create_mirror_view(parent);
+      for (long b = 0; b < B; ++b) {
+        hp(b) = b % R;
+        for (int i = 0; i < c.n; ++i) hs(b, i) = hr(b % R, i);
+        const int flips = b % 4 == 3 ? c.n : int(b % 4) + 1;
+        for (int f = 0; f < flips; ++f) {
+          const int i = flips == c.n ? f : int((7 * b + 5 * f) % c.n);
+          hs(b, i) = -hs(b, i);
+        }
+      }
+      Kokkos::deep_copy(s, hs);
+      Kokkos::deep_copy(parent, hp);
+    }
+    View1<double> r1("r1", B), i1("i1", B), r2("r2", B), i2("i2", B);
+    psi.log_psi(s, r1, i1);
+    psi.log_psi_from_reference(s, parent, r2, i2);
+    EXPECT_LT(max_diff(r1, r2), 1e-10) << "n " << c.n << " patch " << c.patch << " periodic " << c.periodic;
+    EXPECT_LT(max_diff(i1, i2), 1e-10) << "n " << c.n << " patch " << c.patch << " periodic " << c.periodic;
+    // Accept rows 0..R-1 (parents 0..R-1): those references become the new rows; one more flip from them.
+    View1<long> take("take", B);
+    {
+      auto ht = Kokkos::create_mirror_view(take);
+      for (long b = 0; b < B; ++b) ht(b) = b < R;
+      Kokkos::deep_copy(take, ht);
+    }
+    psi.update_reference(take);
+    auto hs = to_host(s);
+    View2<double> s2("s2", R, c.n);
+    View1<long> p2("p2", R);
+    auto h2 = Kokkos::create_mirror_view(s2);
+    auto hp2 = Kokkos::create_mirror_view(p2);
+    for (long b = 0; b < R; ++b) {
+      hp2(b) = b;
+      for (int i = 0; i < c.n; ++i) h2(b, i) = hs(b, i);
+      h2(b, (b + 1) % c.n) *= -1;
+    }
+    Kokkos::deep_copy(s2, h2);
+    Kokkos::deep_copy(p2, hp2);
+    View1<double> r3("r3", R), i3("i3", R), r4("r4", R), i4("i4", R);
+    psi.log_psi(s2, r3, i3);
+    psi.log_psi_from_reference(s2, p2, r4, i4);
+    EXPECT_LT(max_diff(r3, r4), 1e-10) << "after update_reference, n " << c.n;
+    EXPECT_LT(max_diff(i3, i4), 1e-10) << "after update_reference, n " << c.n;
+  }
+}
+
+TEST(IncrementalLogPsi, OnlyForOneFactoredBlock) {
+  auto o = one_block(2);
+  o.n_layers = 2;
+  EXPECT_FALSE(TransformerAnsatz<double>(8, true, o).incremental_enabled());
+  o.n_layers = 1;
+  o.attention = "dense";
+  EXPECT_FALSE(TransformerAnsatz<double>(8, true, o).incremental_enabled());
+  o.attention = "factored";
+  o.incremental = false;
+  TransformerAnsatz<double> off(8, true, o);
+  EXPECT_FALSE(off.incremental_enabled());
+  EXPECT_THROW(off.set_reference(random_spins(2, 8, 1)), Error);
+}
+
+TEST(IncrementalLogPsi, LocalEnergiesEqualThoseOfFullEvaluations) {
+  for (const char* model : {"heisenberg", "tfim", "j1j2"}) {
+    spin::ChainModel m;
+    m.model = model;
+    m.n = 12;
+    m.bc = "periodic";
+    m.j2 = 0.3;
+    const spin::SpinHamiltonian H(m);
+    auto o = one_block(2);
+    o.marshall_sign = std::string(model) != "tfim";
+    TransformerAnsatz<double> fast(12, true, o);
+    o.incremental = false;
+    TransformerAnsatz<double> full(12, true, o);
+    perturb(fast.parameters(), 11, 0.2);
+    full.parameters().set_host(fast.parameters().get_host());
+    const long B = 17;
+    const auto s = random_spins(B, 12, 8);
+    View1<double> lr("lr", B), li("li", B), e1r("e1r", B), e1i("e1i", B), e2r("e2r", B), e2i("e2i", B);
+    full.log_psi(s, lr, li);
+    local_energy<double>(full, H, s, lr, li, e1r, e1i, /*chunk=*/7);
+    local_energy<double>(fast, H, s, lr, li, e2r, e2i, /*chunk=*/7);
+    auto a = to_host(e1r);
+    double scale = 0;
+    for (long b = 0; b < B; ++b) scale = std::max(scale, std::abs(a(b)));
+    EXPECT_LT(max_diff(e1r, e2r), 1e-10 * std::max(1.0, scale)) << model;
+    EXPECT_LT(max_diff(e1i, e2i), 1e-10 * std::max(1.0, scale)) << model;
+  }
+}
+
+TEST(IncrementalLogPsi, SamplerFollowsTheSameChains) {
+  // Exchange moves over all pairs (the O(N) pick) and local flips: the incremental proposals' log ψ agree with full
+  // evaluations to rounding, so every acceptance decision and hence every chain is the same.
+  for (bool fixed : {true, false}) {
+    auto o = one_block(2);
+    TransformerAnsatz<double> fast(12, true, o);
+    o.incremental = false;
+    TransformerAnsatz<double> full(12, true, o);
+    perturb(fast.parameters(), 13, 0.2);
+    full.parameters().set_host(fast.parameters().get_host());
+    SamplerOptions so;
+    so.n_chains = 16;
+    so.n_samples = 64;
+    so.n_discard = 3;
+    so.fixed_sz = fixed;
+    so.global_flip = fixed ? 0.1 : 0.0;
+    MetropolisSampler<double> a(fast, so, true), b(full, so, true);
+    View2<double> sa, sb;
+    View1<double> ra, ia, rb, ib;
+    for (int call = 0; call < 2; ++call) {
+      a.sample(sa, ra, ia);
+      b.sample(sb, rb, ib);
+      auto ha = to_host(sa), hb = to_host(sb);
+      long same = 0;
+      for (std::size_t k = 0; k < ha.size(); ++k) same += ha.data()[k] == hb.data()[k];
+      EXPECT_EQ(same, long(ha.size())) << "fixed_sz " << fixed << " call " << call;
+      EXPECT_LT(max_diff(ra, rb), 1e-10);
+      EXPECT_EQ(a.acceptance(), b.acceptance());
+    }
+  }
+}
+
+TEST(MetropolisSampler, BurnInOnFreshChainsThenNDiscardContinue) {
+  auto o = one_block(2);
+  TransformerAnsatz<double> psi(8, true, o);
+  SamplerOptions so;
+  so.n_chains = 4;
+  so.n_samples = 8;
+  so.n_discard = 7;
+  so.n_discard_continue = 2;
+  MetropolisSampler<double> s(psi, so, true);
+  EXPECT_EQ(s.next_discard(), 7);
+  View2<double> x;
+  View1<double> r, i;
+  s.sample(x, r, i);
+  EXPECT_EQ(s.step_counter(), std::uint64_t((7 + 2) * 8));  // 7 burn-in sweeps, 2 kept samples, sweeps of N = 8
+  EXPECT_EQ(s.next_discard(), 2);
+  s.sample(x, r, i);
+  EXPECT_EQ(s.step_counter(), std::uint64_t((7 + 2 + 2 + 2) * 8));
+  s.restore(s.states(), 5);  // a run's chains continue
+  EXPECT_EQ(s.next_discard(), 2);
+  s.restore(s.states(), 5, /*equilibrated=*/false);
+  EXPECT_EQ(s.next_discard(), 7);
+  s.reset();
+  EXPECT_EQ(s.next_discard(), 7);
+  so.n_discard_continue = -1;  // the old behaviour: n_discard on every call
+  MetropolisSampler<double> old(psi, so, true);
+  old.sample(x, r, i);
+  EXPECT_EQ(old.next_discard(), 7);
+}
