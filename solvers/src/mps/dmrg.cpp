@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "attnphys/core/error.hpp"
+#include "davidson.hpp"
 #include "dense_ops.hpp"
 #include "effective_h.hpp"
 
@@ -50,55 +51,18 @@ void DmrgOptions::declare(OptionSet& set, const std::string& s) {
   set.add(s + ".entropy_tol", &entropy_tol, "... and no bond entropy changes by more", Range::non_negative());
   set.add(s + ".min_sweeps", &min_sweeps, "sweeps before the stopping test applies", Range::at_least(1));
   set.add(s + ".davidson_tol", &davidson_tol, "Davidson residual norm that ends a bond early", Range::positive());
+  set.add(s + ".davidson_adaptive", &davidson_adaptive,
+          "Davidson iterates to a residual tolerance (davidson_rel * sqrt(previous sweep's truncation error)) instead "
+          "of a fixed niter");
+  set.add(s + ".davidson_rel", &davidson_rel, "adaptive residual tolerance factor", Range::positive());
+  set.add(s + ".davidson_max_iter", &davidson_max_iter, "most Davidson products per bond (adaptive mode)",
+          Range::at_least(1));
+  set.add(s + ".variance_tol", &variance_tol, "goal for the final variance, relative to max(1, |E|)",
+          Range::non_negative());
   set.add(s + ".degeneracy_tol", &degeneracy_tol, "relative gap below which singular values form one multiplet",
           Range::non_negative());
 }
 
-namespace {
-
-// Krylov/Davidson eigensolver for the lowest eigenpair, with its basis kept between calls.
-class Davidson {
- public:
-  template <class Apply>
-  double solve(long n, double* x, int niter, double tol, Apply&& apply) {
-    niter = std::max(niter, 1);
-    double* v = detail::grow(v_, std::size_t(n) * (niter + 1));
-    double* av = detail::grow(av_, std::size_t(n) * (niter + 1));
-    double* r = detail::grow(r_, std::size_t(n));
-    Eigen::Map<Eigen::VectorXd> xv(x, n), rv(r, n);
-    const double nrm = xv.norm();
-    require(nrm > 0, "DMRG: the two-site wavefunction vanished; start from a state with nonzero overlap");
-    Eigen::Map<Eigen::VectorXd>(v, n) = xv / nrm;
-    apply(v, av);
-    double lambda = 0;
-    Eigen::MatrixXd m(niter + 1, niter + 1);
-    int k = 1;  // basis size
-    for (;; ++k) {
-      Eigen::Map<Eigen::MatrixXd> V(v, n, k), AV(av, n, k);
-      m.topLeftCorner(k, k).noalias() = V.transpose() * AV;
-      Eigen::MatrixXd mk = 0.5 * (m.topLeftCorner(k, k) + m.topLeftCorner(k, k).transpose());
-      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(mk);
-      lambda = es.eigenvalues()(0);
-      const Eigen::VectorXd y = es.eigenvectors().col(0);
-      xv.noalias() = V * y;
-      rv.noalias() = AV * y;
-      rv -= lambda * xv;
-      if (k >= niter || rv.norm() < tol) break;
-      for (int pass = 0; pass < 2; ++pass) rv -= V * (V.transpose() * rv);
-      const double rn = rv.norm();
-      if (rn < 1e-14) break;
-      Eigen::Map<Eigen::VectorXd>(v + n * k, n) = rv / rn;
-      apply(v + n * k, av + n * k);
-    }
-    xv.normalize();
-    return lambda;
-  }
-
- private:
-  std::vector<double> v_, av_, r_;
-};
-
-}  // namespace
 
 Truncation truncation_rank(const std::vector<double>& w, const SweepParams& p, double degeneracy_tol) {
   struct {
@@ -165,19 +129,22 @@ DmrgResult dmrg(const Mpo& h, Mps& psi, const Sweeps& sweeps, const DmrgOptions&
   detail::EffectiveH heff;
   for (int i = n - 1; i > 0; --i) heff.update_right(right[i], psi[i], h.sites[i], right[i - 1]);
 
-  Davidson davidson;
+  detail::Davidson davidson;
   detail::BlockEigen eig;
   Eigen::MatrixXd rho;
   std::vector<double> theta_buf, u_buf, weights;
   DmrgResult res;
-  std::vector<double> entropies(n - 1, 0.0), previous(n - 1, 0.0);
-  double previous_energy = 0;
+  detail::SweepState st;
+  st.entropies.assign(n - 1, 0.0);
+  st.previous.assign(n - 1, 0.0);
+  auto& entropies = st.entropies;
 
   for (int sw = 0; sw < sweeps.size(); ++sw) {
     const SweepParams& p = sweeps.params(sw);
     require(p.max_dim >= 1 && p.niter >= 1 && p.cutoff >= 0 && p.noise >= 0, "sweep ", sw,
             ": max_dim and niter must be >= 1, cutoff and noise >= 0");
     double energy = 0, trunc = 0;
+    const detail::DavidsonBudget budget = detail::davidson_budget(opt, p, sw, st.previous_truncation);
     for (int dir = 0; dir < 2; ++dir) {
       for (int step = 0; step < n - 1; ++step) {
         const int i = dir == 0 ? step : n - 2 - step;
@@ -186,8 +153,10 @@ DmrgResult dmrg(const Mpo& h, Mps& psi, const Sweeps& sweeps, const DmrgOptions&
         double* theta = detail::grow(theta_buf, std::size_t(len));
         detail::gemm(false, false, dl * d, d * dr, a.dr, 1.0, a.data.data(), b.data.data(), 0.0, theta);
         heff.set_bond(h, i, left[i], right[i + 1]);
-        energy = davidson.solve(len, theta, p.niter, opt.davidson_tol,
+        energy = davidson.solve(len, theta, budget.max_iter, budget.tol,
                                 [&](const double* in, double* out) { heff.apply(in, out); });
+        st.products += davidson.products();
+        ++st.bonds;
         const bool to_right = dir == 0;
         if (to_right) heff.density_left(theta, p.noise, rho);
         else heff.density_right(theta, p.noise, rho);
@@ -222,26 +191,9 @@ DmrgResult dmrg(const Mpo& h, Mps& psi, const Sweeps& sweeps, const DmrgOptions&
       }
     }
     psi.set_center(0);
-    SweepRecord rec;
-    rec.sweep = sw + 1;
-    rec.energy = energy;
-    rec.truncation_error = trunc;
-    rec.max_bond_dimension = psi.max_bond_dimension();
-    for (int b = 0; b < n - 1; ++b)
-      rec.max_entropy_change = std::max(rec.max_entropy_change, std::abs(entropies[b] - previous[b]));
-    rec.seconds = elapsed();
-    res.history.push_back(rec);
-    res.sweeps = sw + 1;
-    if (!opt.quiet)
-      std::fprintf(stderr, "dmrg sweep %d: E = %.12f, max dim %d, trunc %.2e, dS %.2e, %.1f s\n", rec.sweep,
-                   rec.energy, rec.max_bond_dimension, rec.truncation_error, rec.max_entropy_change, rec.seconds);
-    const bool energy_ok = sw > 0 && std::abs(energy - previous_energy) <= opt.energy_tol * std::max(1.0, std::abs(energy));
-    const bool entropy_ok = sw > 0 && rec.max_entropy_change <= opt.entropy_tol;
-    previous = entropies;
-    previous_energy = energy;
-    const bool stop_by_observer = observer && !observer(rec);
-    if (p.noise == 0.0 && sw + 1 >= opt.min_sweeps && energy_ok && entropy_ok) res.converged = true;
-    if (res.converged || stop_by_observer) break;
+    if (detail::end_of_sweep(sw, sweeps.size(), p, opt, observer, energy, trunc, psi.max_bond_dimension(),
+                             elapsed(), budget.tol, st, res))
+      break;
   }
   psi.normalize();
   res.energy = res.history.back().energy;
@@ -250,6 +202,88 @@ DmrgResult dmrg(const Mpo& h, Mps& psi, const Sweeps& sweeps, const DmrgOptions&
   res.entropies = entropies;
   res.seconds = elapsed();
   return res;
+}
+
+namespace detail {
+
+bool end_of_sweep(int sw, int nsweeps, const SweepParams& p, const DmrgOptions& opt, const DmrgObserver& observer,
+                  double energy, double trunc, int max_dim, double seconds, double residual_tol, SweepState& st,
+                  DmrgResult& res) {
+  const int n1 = int(st.entropies.size());
+  SweepRecord rec;
+  rec.sweep = sw + 1;
+  rec.energy = energy;
+  rec.truncation_error = trunc;
+  rec.max_bond_dimension = max_dim;
+  for (int b = 0; b < n1; ++b)
+    rec.max_entropy_change = std::max(rec.max_entropy_change, std::abs(st.entropies[b] - st.previous[b]));
+  rec.seconds = seconds;
+  rec.davidson_products = st.bonds > 0 ? double(st.products) / double(st.bonds) : 0.0;
+  rec.residual_tol = residual_tol;
+  st.products = st.bonds = 0;
+  res.history.push_back(rec);
+  res.sweeps = sw + 1;
+  if (!opt.quiet)
+    std::fprintf(stderr, "dmrg sweep %d: E = %.12f, max dim %d, trunc %.2e, dS %.2e, %.1f products/bond, %.1f s\n",
+                 rec.sweep, rec.energy, rec.max_bond_dimension, rec.truncation_error, rec.max_entropy_change,
+                 rec.davidson_products, rec.seconds);
+  const double change = std::abs(energy - st.previous_energy);
+  const double goal = opt.energy_tol * std::max(1.0, std::abs(energy));
+  const bool energy_ok = sw > 0 && change <= goal;
+  const bool entropy_ok = sw > 0 && rec.max_entropy_change <= opt.entropy_tol;
+  st.previous = st.entropies;
+  st.previous_energy = energy;
+  st.previous_truncation = trunc;
+  res.energy_change = sw > 0 ? change : std::abs(energy);
+  const bool stop_by_observer = observer && !observer(rec);
+  if (p.noise == 0.0 && sw + 1 >= opt.min_sweeps && energy_ok && entropy_ok) {
+    res.converged = true;
+    res.convergence_reason.clear();
+    return true;
+  }
+  const bool last = stop_by_observer || sw + 1 >= nsweeps;
+  if (last) {
+    res.converged = false;
+    std::string why;
+    auto add = [&why](const std::string& s) { why += (why.empty() ? "" : "; ") + s; };
+    if (stop_by_observer) add("stopped by the observer");
+    if (sw == 0) add("only one sweep (the stopping test compares two)");
+    else if (!energy_ok) add(msg("energy change ", change, " above the goal ", goal, " (dmrg.energy_tol)"));
+    if (sw > 0 && !entropy_ok)
+      add(msg("entropy change ", rec.max_entropy_change, " above dmrg.entropy_tol = ", opt.entropy_tol));
+    if (p.noise != 0.0) add("the last sweep still had noise");
+    if (sw + 1 < opt.min_sweeps) add(msg("fewer than dmrg.min_sweeps = ", opt.min_sweeps, " sweeps"));
+    if (!stop_by_observer) why += "; raise --sweeps (or --chi)";
+    res.convergence_reason = why;
+  }
+  return last;
+}
+
+}  // namespace detail
+
+Symmetry parse_symmetry(const std::string& name) {
+  if (name == "auto") return Symmetry::Auto;
+  if (name == "u1") return Symmetry::U1;
+  if (name == "none") return Symmetry::None;
+  fail("unknown DMRG symmetry '", name, "': use auto (U(1) when the model conserves Sz), u1 or none (dense)");
+}
+
+const char* symmetry_name(Symmetry s) {
+  switch (s) {
+    case Symmetry::Auto: return "auto";
+    case Symmetry::U1: return "u1";
+    case Symmetry::None: return "none";
+  }
+  return "?";
+}
+
+void check_variance(DmrgResult& r, double variance, const DmrgOptions& opt) {
+  const double goal = opt.variance_tol * std::max(1.0, std::abs(r.energy));
+  if (!(variance <= goal)) {
+    r.converged = false;
+    const std::string why = msg("variance ", variance, " above the goal ", goal, " (dmrg.variance_tol)");
+    r.convergence_reason = r.convergence_reason.empty() ? why : r.convergence_reason + "; " + why;
+  }
 }
 
 }  // namespace attnphys::mps

@@ -21,7 +21,7 @@ struct SweepParams {
   int max_dim = 100;
   int min_dim = 1;
   double cutoff = 1e-12;  // discarded weight (sum of dropped density-matrix eigenvalues) allowed per bond
-  int niter = 4;          // Davidson iterations (matrix-vector products) per bond
+  int niter = 4;          // Davidson products per bond when DmrgOptions::davidson_adaptive is off
   double noise = 0.0;     // density-matrix perturbation weight
 };
 
@@ -49,7 +49,15 @@ struct DmrgOptions {
   double energy_tol = 1e-10;   // stop when |E_sweep - E_previous| <= energy_tol * max(1, |E|) ...
   double entropy_tol = 1e-6;   // ... and the largest change of a bond entropy is below entropy_tol
   int min_sweeps = 2;          // never stop before this many sweeps
-  double davidson_tol = 1e-12; // residual norm at which Davidson stops early
+  double davidson_tol = 1e-12; // residual norm at which Davidson stops early (the floor of the adaptive tolerance)
+  // Adaptive eigensolver (default): every bond iterates until the residual norm |H x - E x| is below
+  // max(davidson_tol, min(1e-3, davidson_rel * sqrt(largest discarded weight of the previous sweep))) -- converging
+  // the eigenvector below what the truncation destroys is wasted; exact runs and the first sweep go to
+  // davidson_tol -- at most davidson_max_iter products; SweepParams::niter is then unused. Off: niter products.
+  bool davidson_adaptive = true;
+  double davidson_rel = 0.1;
+  int davidson_max_iter = 20;
+  double variance_tol = 1e-5;  // goal for <H^2> - <H>^2, relative to max(1, |E|) (checked by check_variance)
   double degeneracy_tol = 1e-6;  // singular values within this relative distance form one multiplet
   bool quiet = true;           // progress lines on stderr
   void declare(OptionSet& set, const std::string& section = "dmrg");
@@ -62,6 +70,8 @@ struct SweepRecord {
   int max_bond_dimension = 0;
   double max_entropy_change = 0;  // vs the previous sweep, over bonds
   double seconds = 0;             // since the start of the run
+  double davidson_products = 0;   // mean matrix-vector products per bond
+  double residual_tol = 0;        // the sweep's Davidson residual tolerance (adaptive mode)
 };
 
 struct DmrgResult {
@@ -70,10 +80,20 @@ struct DmrgResult {
   int max_bond_dimension = 0;
   int sweeps = 0;
   bool converged = false;
+  std::string convergence_reason;  // why converged is false (empty when it is true)
+  double energy_change = 0;        // |E_last - E_previous sweep|
   double seconds = 0;
   std::vector<double> entropies;  // von Neumann entropy of every bond (n-1), from the last sweep
   std::vector<SweepRecord> history;
 };
+
+// Which DMRG a job runs: U(1) block-sparse when the MPO conserves Sz (auto picks it then), or dense.
+enum class Symmetry { Auto, U1, None };
+Symmetry parse_symmetry(const std::string& name);  // "auto" | "u1" | "none"
+const char* symmetry_name(Symmetry s);
+
+// Marks a run as not converged when its final variance misses opt.variance_tol (appending the reason).
+void check_variance(DmrgResult& r, double variance, const DmrgOptions& opt);
 
 // Called after every sweep; returning false stops the run cleanly.
 using DmrgObserver = std::function<bool(const SweepRecord&)>;
