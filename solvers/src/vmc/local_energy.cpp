@@ -2,6 +2,42 @@
 
 namespace attnphys::vmc {
 
+namespace {
+// Work buffers kept between calls (every VMC iteration evaluates the same shapes; allocating and zero-filling the
+// [chunk, max_conn, N] connected configurations, ~80 MB at N = 100, cost a tenth of the phase). Grow-only, filled
+// before they are read; released when Kokkos finalises.
+template <class T>
+struct LocalEnergyWork {
+  View3<T> conn;
+  View2<T> el, flat;
+  View1<T> flat_el, fre, fim;
+  View1<long> count, offset, flat_parent;
+  // An unmanaged view of shape ext over v's storage, which grows (25% slack on the first extent) when too small.
+  template <class V, class... Ext>
+  static V grown(V& v, long first, Ext... rest) {
+    long want = first;
+    ((want *= long(rest)), ...);
+    if (long(v.span()) < want)
+      v = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::local_energy_work")),
+            first + first / 4 + 1, rest...);
+    return V(v.data(), first, rest...);
+  }
+};
+
+template <class T>
+LocalEnergyWork<T>& local_energy_work() {
+  static LocalEnergyWork<T>* work = nullptr;
+  if (!work) {
+    work = new LocalEnergyWork<T>();
+    Kokkos::push_finalize_hook([] {
+      delete work;
+      work = nullptr;
+    });
+  }
+  return *work;
+}
+}  // namespace
+
 template <class T>
 void local_energy(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const View2<const T>& sigma,
                   const View1<const T>& lp_re, const View1<const T>& lp_im, const View1<T>& el_re,
@@ -22,10 +58,11 @@ void local_energy(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const V
   for (long b0 = 0; b0 < B; b0 += chunk) {
     const long b1 = std::min(B, b0 + chunk), nb = b1 - b0;
     View2<const T> s = Kokkos::subview(sigma, Kokkos::make_pair(b0, b1), Kokkos::ALL());
-    View3<T> conn("attnphys::conn", nb, K, N);
-    View2<T> el("attnphys::conn_el", nb, K);
+    auto& w = local_energy_work<T>();
+    const View3<T> conn = w.grown(w.conn, nb, K, N);
+    const View2<T> el = w.grown(w.el, nb, K);
     spin::connected_configs<T>(H, s, conn, el);
-    View1<long> count("attnphys::conn_count", nb + 1), offset("attnphys::conn_offset", nb + 1);
+    const View1<long> count = w.grown(w.count, nb + 1), offset = w.grown(w.offset, nb + 1);
     Kokkos::parallel_for(
         "attnphys::local_energy_count", Kokkos::RangePolicy<ExecSpace>(0, nb), KOKKOS_LAMBDA(const long b) {
           long c = 0;
@@ -40,9 +77,9 @@ void local_energy(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const V
         });
     long total = 0;
     Kokkos::deep_copy(total, Kokkos::subview(offset, nb));
-    View2<T> flat("attnphys::conn_flat", total, N);
-    View1<T> flat_el("attnphys::conn_flat_el", total);
-    View1<long> flat_parent("attnphys::conn_flat_parent", total);
+    const View2<T> flat = w.grown(w.flat, total, N);
+    const View1<T> flat_el = w.grown(w.flat_el, total);
+    const View1<long> flat_parent = w.grown(w.flat_parent, total);
     Kokkos::parallel_for(
         "attnphys::local_energy_pack", Kokkos::RangePolicy<ExecSpace>(0, nb), KOKKOS_LAMBDA(const long b) {
           long p = offset(b);
@@ -54,7 +91,7 @@ void local_energy(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const V
             ++p;
           }
         });
-    View1<T> fre("attnphys::conn_lp_re", total), fim("attnphys::conn_lp_im", total);
+    const View1<T> fre = w.grown(w.fre, total), fim = w.grown(w.fim, total);
     if (inc) {
       inc->set_reference(s);
       inc->log_psi_from_reference(flat, flat_parent, fre, fim);
