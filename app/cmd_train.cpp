@@ -20,11 +20,13 @@ void register_train(CLI::App& app) {
   auto* train = app.add_subcommand("train", "train a learned operator");
   train->require_subcommand(1);
   auto* heat = train->add_subcommand(
-      "heat", "train the attention surrogate of the heat equation on data from the ADI solver, then evaluate it");
+      "heat", "train the attention surrogate of the heat equation on data from the ADI solver, then evaluate it (defaults: "
+      "the main job, configs/heat2d.toml: a log-normal kappa family on a periodic 32x32 grid, the kappa-conditioned "
+      "attention operator; configs/heat2d_constant.toml: the constant-kappa problem)");
   auto flags = std::make_shared<CommonFlags>();
   flags->add_to(heat);
   heat->callback([flags]() {
-    training::HeatRunConfig cfg;
+    training::HeatRunConfig cfg = training::HeatRunConfig::main_job();  // then the file, --set, flags
     OptionSet set;
     cfg.declare(set);
     flags->apply(set);

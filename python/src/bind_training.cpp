@@ -15,7 +15,7 @@ py::dict to_dict(const training::HeatRunResult& r) {
 
 training::HeatRunConfig configure(const std::string& config, const std::vector<std::string>& overrides,
                                   std::string* toml) {
-  training::HeatRunConfig cfg;
+  training::HeatRunConfig cfg = training::HeatRunConfig::main_job();  // then the file, then the overrides
   OptionSet set;
   cfg.declare(set);
   if (!config.empty()) set.load_file(config);
@@ -55,7 +55,7 @@ void bind_training(py::module_& m) {
       },
       py::arg("checkpoint"), py::arg("overrides") = std::vector<std::string>{}, py::arg("out_dir") = ".");
   t.def("default_config", []() {
-    training::HeatRunConfig cfg;
+    training::HeatRunConfig cfg = training::HeatRunConfig::main_job();
     OptionSet set;
     cfg.declare(set);
     cfg.train.schedule.total_steps = cfg.train.steps;

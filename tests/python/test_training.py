@@ -15,7 +15,7 @@ TINY = [
     "model.kernel_heads=2", "model.kernel_dk=6", "model.harmonics=3",
     "train.steps=12", "train.batch=8", "train.eval_every=6", "train.checkpoint_every=6", "train.progress=false",
     "eval.rollout_steps=2", "eval.rollout_samples=4", "eval.transfer_n=32", "eval.transfer_samples=4",
-    "eval.speed=false",
+    "eval.speed=false", "family.kappa=constant", "model.kind=kernel", "optimizer.lr=0.03", "train.max_seconds=0",
 ]
 
 

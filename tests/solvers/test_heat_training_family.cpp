@@ -143,9 +143,6 @@ TEST(HeatTrainingFamily, RefusesWhatCannotWork) {
   c.data.channels = {"source"};
   EXPECT_TRUE(contains(error_of([&] { c.resolved(); }), "does not draw")) << error_of([&] { c.resolved(); });
   c.data.channels = {};
-  c.data.file = "some.h5";
-  EXPECT_TRUE(contains(error_of([&] { c.data.validate(); }), "remove the family.* keys"));
-  c.data.file = "";
   // Bad family keys are refused through the option path with the valid names.
   OptionSet set;
   HeatRunConfig d;
@@ -202,4 +199,28 @@ TEST(HeatTrainingFamily, ConditionedModelTrainsAndEvaluatesOnTheFamily) {
   EXPECT_GT(r.speedup_vs_solver, 0.0);
   EXPECT_TRUE(contains(r.to_json().dump(), "\"family\": \"" + r.family + "\"")) << r.to_json().dump();
   fs::remove_all(dir);
+}
+
+TEST(HeatTrainingFamily, TheMainJobConfigFileHoldsTheMainJobDefaults) {
+  // configs/heat2d.toml over a default-constructed configuration gives exactly HeatRunConfig::main_job(), what
+  // `attnphys train heat` runs without --config; and the constant-κ config over the main job gives the defaults of a
+  // default-constructed one (its every difference is stated in the file).
+  const fs::path src = fs::path(__FILE__).parent_path().parent_path().parent_path();
+  auto toml_of = [](HeatRunConfig c, const std::string& file) {
+    OptionSet s;
+    c.declare(s);
+    if (!file.empty()) s.load_file(file);
+    return s.to_toml();
+  };
+  HeatRunConfig main = HeatRunConfig::main_job();
+  main.data.n = 32;  // its 0 resolves to 32 for generated pairs (and to a file's grid with data.file)
+  EXPECT_EQ(toml_of(HeatRunConfig{}, (src / "configs/heat2d.toml").string()), toml_of(main, ""));
+  HeatRunConfig generic;
+  generic.train.out_dir = "runs/heat2d_constant";
+  generic.data.n = 32;  // the default 0 resolves to 32 for generated pairs
+  generic.data.family.kappa_contrast = HeatRunConfig::main_job().data.family.kappa_contrast;  // unused: κ constant
+  EXPECT_EQ(toml_of(HeatRunConfig::main_job(), (src / "configs/heat2d_constant.toml").string()), toml_of(generic, ""));
+  const HeatRunConfig m = HeatRunConfig::main_job().resolved();
+  EXPECT_EQ(m.data.channels, std::vector<std::string>{"kappa"});
+  EXPECT_GE(m.data.family.kappa_contrast, 5.0);
 }

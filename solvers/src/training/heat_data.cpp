@@ -56,9 +56,6 @@ void HeatDataOptions::validate() const {
   require(has_one, "data.horizons must contain 1 (the base horizon that the test metrics, the rollout and the ",
           "solver comparison use)");
   require(file_stride >= 1, "data.file_stride must be at least 1, got ", file_stride);
-  require(file.empty() || (family.kappa == "constant" && family.source == "none" && family.boundary == "zero"),
-          "[family] describes generated pairs, but data.file = '", file, "' is set (a file's samples are its own): ",
-          "remove the family.* keys, or data.file to generate the family's pairs");
 }
 
 long HeatDataOptions::pairs_per_sample(long steps) const {

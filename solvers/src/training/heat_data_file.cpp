@@ -324,8 +324,15 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
   return f;
 }
 
-HeatDataOptions resolve_heat_data(const HeatDataOptions& o) {
-  if (o.file.empty()) return resolve_heat_file(o);
+HeatDataOptions resolve_heat_data(const HeatDataOptions& o_in) {
+  if (o_in.file.empty()) return resolve_heat_file(o_in);
+  HeatDataOptions o = o_in;
+  if (o.family.kappa != "constant" || o.family.source != "none" || o.family.boundary != "zero") {
+    o.family_note = "the [family] keys (" + o.family.kappa + " kappa, source " + o.family.source + ", boundary " +
+                    o.family.boundary + ") describe generated pairs and are not used: data.file '" + o.file +
+                    "' holds the samples";
+    o.family = heat::HeatFamilyOptions{};
+  }
   HeatDataOptions r = resolve_heat_file(o);
   const long need = o.n_train + o.n_val + o.n_test;
   require(need <= r.info->samples, "data.file '", o.file, "' holds ", r.info->samples, " samples but data.n_train + ",

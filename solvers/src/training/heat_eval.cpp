@@ -193,6 +193,7 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
   res.channels = D.channels;
   res.notes.clear();
   if (!D.solver_physics && D.info) res.notes.push_back(D.info->physics_note);
+  if (!D.family_note.empty()) res.notes.push_back(D.family_note);
   const std::string why_skip = D.solver_physics ? "" : "the physics comes from the file, so there is no reference solver";
 
   // Test metrics at the training resolution, over one base horizon (every test pair of that horizon: several per

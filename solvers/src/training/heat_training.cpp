@@ -130,6 +130,25 @@ HeatRunConfig HeatRunConfig::resolved() const {
   return c;
 }
 
+HeatRunConfig HeatRunConfig::main_job() {
+  HeatRunConfig c;
+  c.data.family.kappa = "lognormal";
+  c.data.family.kappa_contrast = 5.0;
+  c.data.horizon_ftcs_steps = 8.0;  // of the mean κ; about 18 of the largest
+  c.data.n_train = 1200;
+  c.data.n_val = 100;
+  c.data.n_test = 100;
+  c.model.kind = "conditioned";
+  c.model.kernel_heads = 4;
+  c.model.kernel_dk = 16;
+  c.train.steps = 1200;
+  c.train.batch = 8;
+  c.train.max_seconds = 400;
+  c.train.optimizer.lr = 2e-2;
+  c.train.schedule.total_steps = c.train.steps;
+  return c;
+}
+
 void HeatRunConfig::apply_schedule_defaults(const OptionSet& set) {
   if (!set.was_set("schedule.total_steps")) train.schedule.total_steps = train.steps;
   if (!set.was_set("schedule.warmup_steps"))

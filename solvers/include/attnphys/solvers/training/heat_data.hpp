@@ -67,7 +67,10 @@ struct HeatDataOptions {
   // source and boundary data (heat::HeatFamily::sample_problem of the data seed), the model sees them as the
   // channels "kappa", "source", "boundary" (data.channels: empty for all the family draws, or a subset), and the
   // reference solver, the rollout, the resolution transfer and the solver timing use each sample's own problem.
+  // With data.file the file's samples are the data: resolve_heat_data sets the family to constant and says so in
+  // family_note (the run's notes).
   heat::HeatFamilyOptions family;
+  std::string family_note;      // not a key: set by resolve_heat_data
 
   void declare(OptionSet& set, const std::string& section = "data");
   void validate() const;

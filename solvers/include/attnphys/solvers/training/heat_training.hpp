@@ -103,6 +103,11 @@ struct HeatRunConfig {
   // Validated, with data.file resolved (resolve_heat_data), model.input_kappa folded into data.channels and
   // model.extra_channels set: the configuration training and evaluation run with.
   HeatRunConfig resolved() const;
+  // The main job (configs/heat2d.toml): what `attnphys train heat` and attnphys.training.train_heat start from
+  // before the config file and --set apply. A periodic 32² box whose samples each have their own log-normal κ(x)
+  // (contrast 5), the κ-conditioned attention operator, a 400 s training budget. A default-constructed
+  // HeatRunConfig is the constant-κ problem with the coordinate-attention kernel model (configs/heat2d_constant.toml).
+  static HeatRunConfig main_job();
 };
 
 struct HeatRunResult {
