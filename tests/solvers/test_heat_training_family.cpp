@@ -8,6 +8,7 @@
 
 #include "attnphys/core/options.hpp"
 #include "attnphys/solvers/fd/heat_solver.hpp"
+#include "attnphys/solvers/fd/nonlinear_heat.hpp"
 #include "attnphys/solvers/training/heat_training.hpp"
 #include "../../solvers/src/training/heat_eval.hpp"
 
@@ -223,4 +224,62 @@ TEST(HeatTrainingFamily, TheMainJobConfigFileHoldsTheMainJobDefaults) {
   const HeatRunConfig m = HeatRunConfig::main_job().resolved();
   EXPECT_EQ(m.data.channels, std::vector<std::string>{"kappa"});
   EXPECT_GE(m.data.family.kappa_contrast, 5.0);
+}
+
+TEST(HeatTrainingFamily, NonlinearPairsAreTheNonlinearSchemeAndKappaVariesThreefold) {
+  // u_t = ∇·(κ0(1 + βu²)∇u): generated targets are fd::NonlinearHeatStepper's, and with β = 8 on fields of unit
+  // size κ(u) varies at least 3× over the data (the floor the operator issue sets for the nonlinear family).
+  HeatDataOptions o;
+  o.dim = 2;
+  o.n = 16;
+  o.length_scale = 0.2;
+  o.horizon_ftcs_steps = 4;
+  o.reference_substeps = 8;
+  o.law.law = "quadratic";
+  o.law.kappa0 = 1.0;
+  o.law.beta = 8.0;
+  const HeatDataOptions d = resolve_heat_data(o);
+  EXPECT_TRUE(d.generated_family());
+  EXPECT_TRUE(d.channels.empty());
+  EXPECT_TRUE(contains(d.family_name(), "quadratic")) << d.family_name();
+  const HeatPairs p = make_heat_pairs(d, 0, 3, 16);
+  auto in = to_host(p.inputs), tg = to_host(p.targets);
+  double umax = 0, umin = 1e300;
+  for (long s = 0; s < 3; ++s) {
+    fd::NonlinearHeatStepper st(d.sample_problem(16, s), o.law.build());
+    View3<double> u("u", 1, 16, 16);
+    auto uh = Kokkos::create_mirror_view(u);
+    for (long q = 0; q < 256; ++q) uh.data()[q] = in(s, q);
+    Kokkos::deep_copy(u, uh);
+    st.advance(u, 0.0, d.horizon(), d.horizon() / double(d.reference_substeps));
+    auto u1 = to_host(u);
+    double m0 = 0, m1 = 0;
+    for (long q = 0; q < 256; ++q) {
+      EXPECT_NEAR(tg(s, q), u1.data()[q], 1e-13);
+      m0 += in(s, q);
+      m1 += tg(s, q);
+      umax = std::max(umax, std::abs(in(s, q)));
+      umin = std::min(umin, std::abs(in(s, q)));
+    }
+    EXPECT_NEAR(m1, m0, 1e-9) << "periodic, no source: conservative";
+  }
+  const double kmax = 1 + 8 * umax * umax, kmin = 1 + 8 * umin * umin;
+  EXPECT_GE(kmax / kmin, 3.0) << "κ(u) from " << kmin << " to " << kmax;
+  // The linear stepper gives other targets: the law matters.
+  fd::HeatStepper lin(d.sample_problem(16, 0), fd::Method::Adi);
+  View3<double> u("u", 1, 16, 16);
+  auto uh = Kokkos::create_mirror_view(u);
+  for (long q = 0; q < 256; ++q) uh.data()[q] = in(0, q);
+  Kokkos::deep_copy(u, uh);
+  lin.advance(u, 0.0, d.horizon(), d.horizon() / double(d.reference_substeps));
+  auto ul = to_host(u);
+  double diff = 0, norm = 0;
+  for (long q = 0; q < 256; ++q) {
+    diff += (ul.data()[q] - tg(0, q)) * (ul.data()[q] - tg(0, q));
+    norm += tg(0, q) * tg(0, q);
+  }
+  EXPECT_GT(std::sqrt(diff / norm), 1e-2);
+  // A per-sample κ(x) with a κ(u) law is refused with what to change.
+  o.family.kappa = "lognormal";
+  EXPECT_TRUE(contains(error_of([&] { resolve_heat_data(o); }), "set family.kappa = constant"));
 }

@@ -6,6 +6,7 @@
 #include "attnphys/physics/heat/families.hpp"
 #include "attnphys/physics/heat/initial_conditions.hpp"
 #include "attnphys/solvers/fd/heat_solver.hpp"
+#include "attnphys/solvers/fd/nonlinear_heat.hpp"
 
 namespace attnphys::training {
 
@@ -33,6 +34,7 @@ void HeatDataOptions::declare(OptionSet& set, const std::string& s) {
           "extra input channels of the model: datasets of data.file (name or name[k]), or of a generated [family] "
           "(kappa, source, boundary; empty: all it draws)");
   family.declare(set, "family");
+  law.declare(set, "nonlinear");
 }
 
 void HeatDataOptions::validate() const {
@@ -76,7 +78,8 @@ heat::HeatProblem HeatDataOptions::problem(long np) const {
 }
 
 bool HeatDataOptions::generated_family() const {
-  return file.empty() && (family.kappa != "constant" || family.source != "none" || family.boundary != "zero");
+  return file.empty() &&
+         (family.kappa != "constant" || family.source != "none" || family.boundary != "zero" || law.enabled());
 }
 
 std::vector<std::string> HeatDataOptions::family_channels() const {
@@ -95,7 +98,11 @@ heat::HeatProblem HeatDataOptions::sample_problem(long np, long index) const {
 }
 
 std::string HeatDataOptions::family_name() const {
-  if (generated_family()) return family.build(problem(std::max(4L, grid_nx())), std::uint64_t(seed)).describe();
+  if (generated_family()) {
+    std::string d = family.build(problem(std::max(4L, grid_nx())), std::uint64_t(seed)).describe();
+    if (law.enabled()) d += ", nonlinear kappa(u): " + law.build().describe();
+    return d;
+  }
   if (info && !info->family.empty()) return info->family;
   return file.empty() ? "constant" : "from the file";
 }
@@ -175,10 +182,17 @@ void advance_reference(const HeatDataOptions& o, const View2<double>& fields, lo
   require(long(problems.size()) == count, "advance_reference: ", problems.size(), " problems for ", count, " rows");
   if (count == 0 || horizons <= 0) return;
   const double t1 = horizons * o.horizon();
+  const bool nonlinear = o.law.enabled();
+  const heat::KappaLaw law = nonlinear ? o.law.build() : heat::KappaLaw{};
   for (long r = 0; r < count; ++r) {
-    fd::HeatStepper stepper(problems[std::size_t(r)], fd::Method::Adi);
     View3<double> u(fields.data() + r * P, 1, o.dim > 1 ? np : 1, np);  // row r as a [1, ny, nx] view
-    stepper.advance(u, 0.0, t1, o.horizon() / double(substeps));
+    if (nonlinear) {
+      fd::NonlinearHeatStepper stepper(problems[std::size_t(r)], law);
+      stepper.advance(u, 0.0, t1, o.horizon() / double(substeps));
+    } else {
+      fd::HeatStepper stepper(problems[std::size_t(r)], fd::Method::Adi);
+      stepper.advance(u, 0.0, t1, o.horizon() / double(substeps));
+    }
   }
 }
 

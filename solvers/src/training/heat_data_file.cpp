@@ -327,11 +327,12 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
 HeatDataOptions resolve_heat_data(const HeatDataOptions& o_in) {
   if (o_in.file.empty()) return resolve_heat_file(o_in);
   HeatDataOptions o = o_in;
-  if (o.family.kappa != "constant" || o.family.source != "none" || o.family.boundary != "zero") {
-    o.family_note = "the [family] keys (" + o.family.kappa + " kappa, source " + o.family.source + ", boundary " +
-                    o.family.boundary + ") describe generated pairs and are not used: data.file '" + o.file +
-                    "' holds the samples";
+  if (o.family.kappa != "constant" || o.family.source != "none" || o.family.boundary != "zero" || o.law.enabled()) {
+    o.family_note = "the [family] / [nonlinear] keys (" + o.family.kappa + " kappa, source " + o.family.source +
+                    ", boundary " + o.family.boundary + ", nonlinear " + o.law.law + ") describe generated pairs and "
+                    "are not used: data.file '" + o.file + "' holds the samples";
     o.family = heat::HeatFamilyOptions{};
+    o.law = heat::KappaLawOptions{};
   }
   HeatDataOptions r = resolve_heat_file(o);
   const long need = o.n_train + o.n_val + o.n_test;
@@ -346,6 +347,11 @@ HeatDataOptions resolve_heat_file(const HeatDataOptions& o) {
             "(generated pairs have only the solved field): set data.file or leave data.field at \"data\"");
     HeatDataOptions r = o;
     if (r.n == 0) r.n = 32;
+    if (o.law.enabled()) {
+      o.law.build();  // checks the [nonlinear] keys
+      require(o.family.kappa == "constant", "nonlinear.law = ", o.law.law, " gives κ(u), which replaces a per-sample ",
+              "κ(x): set family.kappa = constant (sources and boundary data may still vary per sample)");
+    }
     const std::vector<std::string> drawn = o.family_channels();  // also checks the [family] keys
     if (o.generated_family()) o.family.build(o.problem(r.n), std::uint64_t(o.seed));
     std::string names, have;

@@ -108,6 +108,7 @@ void HeatEvaluator::run_speed(HeatRunResult& res, const HeatPairs& test, double 
   if (!fsol && D.generated_family()) {
     for (long r = 0; r < rows; ++r) sample_of.push_back(D.n_train + D.n_val + r);
     problems = sample_problems(D, D.n, sample_of);
+    if (D.law.enabled()) solver = "nonlinear " + solver + " with Picard correction";
     solver += " (one stepper per sample, its set-up timed)";
   }
   auto run = [&](long steps) {

@@ -42,6 +42,7 @@
 #include "attnphys/core/views.hpp"
 #include "attnphys/physics/heat/families.hpp"
 #include "attnphys/physics/heat/heat_problem.hpp"
+#include "attnphys/physics/heat/nonlinear.hpp"
 
 namespace attnphys::training {
 
@@ -71,6 +72,11 @@ struct HeatDataOptions {
   // family_note (the run's notes).
   heat::HeatFamilyOptions family;
   std::string family_note;      // not a key: set by resolve_heat_data
+  // Nonlinear heat ([nonlinear], the keys of `attnphys heat dataset`): u_t = ∇·(κ(u)∇u) + f with κ(u) the law
+  // (replacing data.kappa and any per-sample κ(x)); generated targets then come from the lagged-κ ADI/CN scheme
+  // with Picard correction (fd::NonlinearHeatStepper, default options), one stepper per sample, and so does the
+  // solver timing. The model must then be nonlinear in u (model.kind = transformer).
+  heat::KappaLawOptions law;
 
   void declare(OptionSet& set, const std::string& section = "data");
   void validate() const;
@@ -78,7 +84,8 @@ struct HeatDataOptions {
   double horizon() const;       // Δt
   long points() const { return grid_nx() * grid_ny(); }
   heat::HeatProblem problem(long n_points) const;  // the problem on an n_points-per-axis grid
-  // Generated pairs whose samples differ in more than their initial field (a per-sample [family]).
+  // Generated pairs that need a solver per sample: a per-sample [family] (samples differ in more than their
+  // initial field) or a nonlinear κ(u) law.
   bool generated_family() const;
   // The family's channels, in the order "kappa", "source", "boundary" (those it draws per sample).
   std::vector<std::string> family_channels() const;
