@@ -27,3 +27,24 @@ def test_bad_arguments_raise_attnphys_error():
         mps.dmrg(model="nope", n=8)
     with pytest.raises(attnphys.Error):
         mps.dmrg(model="heisenberg", n=8, chi=0)
+
+
+def test_u1_is_the_default_for_sz_conserving_chains_and_equals_dense():
+    kw = dict(model="j1j2", n=14, bc="open", j2=0.24, chi=64, sweeps=12)
+    u = mps.dmrg(**kw)
+    d = mps.dmrg(symmetry="none", **kw)
+    assert u["symmetry"] == "u1" and d["symmetry"] == "none"
+    assert abs(u["energy"] - d["energy"]) < 1e-10
+    assert u["converged"] and u["convergence_reason"] is None
+    assert max(abs(a - b) for a, b in zip(u["entropies"], d["entropies"])) < 1e-8
+    assert mps.dmrg(model="tfim", n=8, chi=8)["symmetry"] == "none"
+    with pytest.raises(attnphys.Error):
+        mps.dmrg(model="tfim", n=8, symmetry="u1")
+    with pytest.raises(attnphys.Error):
+        mps.dmrg(model="heisenberg", n=8, symmetry="su2")
+
+
+def test_unconverged_run_says_why():
+    r = mps.dmrg(model="heisenberg", n=40, chi=16, sweeps=2)
+    assert not r["converged"]
+    assert "sweeps" in r["convergence_reason"]
