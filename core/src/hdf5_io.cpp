@@ -1,9 +1,13 @@
 #include "attnphys/core/hdf5_io.hpp"
 
+#include <fcntl.h>
 #include <hdf5.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -79,6 +83,33 @@ std::string utc_now() {
   return buf;
 }
 
+// A writer killed before commit() (kill -9, out of memory, a node lost) leaves "<path>.tmp-<pid>" behind, and
+// every further crash another one (a dataset's temporary can be gigabytes). The next Writer of the same path
+// removes those whose process no longer exists on this host and which no process holds open (HDF5 locks the files
+// it writes, so a live writer on another host sharing the directory keeps its file).
+void remove_stale_temps(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const std::string prefix = p.filename().string() + ".tmp-";
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::stol(digits);
+    if (pid <= 0 || pid == long(::getpid())) continue;  // our own name: H5F_ACC_TRUNC reuses it
+    if (::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;  // the writer may still be running
+    const int fd = ::open(it->path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    const bool unused = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    ::close(fd);
+    std::error_code rm;
+    if (unused) fs::remove(it->path(), rm);
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------- Writer
@@ -89,6 +120,7 @@ Writer::Writer(const std::string& path, const std::string& kind, int format_vers
   auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty() && !std::filesystem::exists(parent))
     fail("cannot write '", path, "': directory '", parent.string(), "' does not exist");
+  remove_stale_temps(path);
   tmp_ = path + ".tmp-" + std::to_string(::getpid());
   file_ = H5Fcreate(tmp_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   require(file_ >= 0, "cannot create HDF5 file '", tmp_, "': check that the directory is writable");
