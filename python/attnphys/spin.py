@@ -17,6 +17,16 @@ operators S = σ/2. Spins are ±1 arrays of shape [B, N]; σ_i = +1 is spin up (
     psi = spin.Mps(m.n, chi=8, periodic=True, marshall_sign=True)
     # Or the whole `attnphys vmc` job, with the same defaults and results as the CLI:
     spin.run_vmc({"model.model": "heisenberg", "model.n": 20, "model.bc": "periodic"})
+
+    # The same in NetKet's shape (attnphys/_vmc_api.py): typed keywords, defaults from the C++ VmcRunConfig.
+    hi = spin.Spin(16, total_sz=0)
+    H = spin.Heisenberg(hi, bc="periodic")
+    vs = spin.MCState(spin.MetropolisExchange(hi), spin.Transformer(), n_samples=1024, seed=1)
+    spin.VMC(H, spin.Sgd(0.05), variational_state=vs, preconditioner=spin.SR(1e-2)).run(200)
+    vs.expect(H), vs.expect(spin.StructureFactor(hi, q=np.pi))
+
+spin.Rbm, spin.Transformer, spin.Mps and spin.Autoregressive with the chain length first (spin.Rbm(16, alpha=2))
+build the C++ ansatz directly, as before; with keywords only (spin.Rbm(alpha=2)) they describe a model for MCState.
 """
 import numpy as _np
 
@@ -47,3 +57,29 @@ def all_states(n):
 from ._core.spin import Autoregressive  # noqa: E402,F401
 
 AutoregressiveVmc = Vmc  # the earlier name of spin.Vmc driving an Autoregressive ansatz
+
+# The NetKet-shaped API; its model classes replace the C++ names above and build them when given the chain length.
+from ._vmc_api import (  # noqa: E402,F401
+    J1J2,
+    MCState,
+    SR,
+    VMC,
+    XXZ,
+    Adam,
+    Autoregressive,
+    ExactSampler,
+    Heisenberg,
+    Ising,
+    MetropolisExchange,
+    MetropolisLocal,
+    Mps,
+    OptionError,
+    Rbm,
+    RuntimeLog,
+    Sgd,
+    Spin,
+    SpinCorrelation,
+    Stats,
+    StructureFactor,
+    Transformer,
+)
