@@ -13,6 +13,16 @@ from ._core import heat as _heat
 __all__ = ["solve", "initial_conditions", "random_kappa", "generate_pairs", "write_dataset"]
 
 
+def _real_array(where, name, a):
+    """a as a float64 array; complex, string, object arrays are refused (never cast silently)."""
+    arr = _np.asarray(a)
+    if arr.dtype.kind not in "fiub":
+        what = {"c": "complex: the heat solvers are real; solve the real and imaginary parts apart",
+                "O": "object", "U": "string", "S": "bytes"}.get(arr.dtype.kind, "not a real number type")
+        raise _core.Error(f"{where}: {name} has dtype {arr.dtype} ({what}); give real numbers, e.g. a float64 array")
+    return _np.ascontiguousarray(arr, dtype=_np.float64)
+
+
 def solve(u0, t_end, dx, kappa=1.0, bc="periodic", method="adi", dt=None, kappa_law=None):
     """The field at t_end from u0 at t = 0.
 
@@ -26,7 +36,7 @@ def solve(u0, t_end, dx, kappa=1.0, bc="periodic", method="adi", dt=None, kappa_
     Picard keys "picard_max" (default 2: lagged kappa plus one correction, second order) and "tol". The diffusivity
     then comes from the law alone (leave kappa at 1.0); method "adi"/"cn" only.
     """
-    u0 = _np.ascontiguousarray(u0, dtype=_np.float64)
+    u0 = _real_array("heat.solve", "u0", u0)
     if kappa_law is not None:
         if not isinstance(kappa, (int, float)) or kappa != 1.0:
             raise _core.Error("heat.solve: kappa_law sets the diffusivity kappa(u); give kappa0 inside kappa_law "
@@ -34,7 +44,7 @@ def solve(u0, t_end, dx, kappa=1.0, bc="periodic", method="adi", dt=None, kappa_
         return _heat.solve_nonlinear(u0, float(t_end), float(dx), bc, method, 0.0 if dt is None else float(dt),
                                      _overrides("nonlinear", kappa_law))
     if not isinstance(kappa, (int, float)):
-        kappa = _np.ascontiguousarray(kappa, dtype=_np.float64)
+        kappa = _real_array("heat.solve", "kappa", kappa)
     return _heat.solve(u0, float(t_end), float(dx), kappa, bc, method, 0.0 if dt is None else float(dt))
 
 
@@ -59,7 +69,7 @@ def generate_pairs(shape, dx, count, first=0, seed=0, kappa=1.0, bc="periodic", 
     Deterministic per sample index first + i for a given seed, whatever count is.
     """
     if not isinstance(kappa, (int, float)):
-        kappa = _np.ascontiguousarray(kappa, dtype=_np.float64)
+        kappa = _real_array("heat.generate_pairs", "kappa", kappa)
     return _heat.generate_pairs(list(shape), float(dx), count, first, seed, kappa, bc, t_start, delta_t, method,
                                 0.0 if dt is None else float(dt), kind, length_scale)
 

@@ -1,5 +1,7 @@
 // attnphys.spin: spin chains from Python — the chain model, exact diagonalisation and reference energies,
 // connected configurations and local energies, the RBM baseline ansatz and the VMC driver (float64).
+#include <cmath>
+
 #include "attnphys/solvers/ed/exact.hpp"
 #include "attnphys/solvers/mps/mps.hpp"
 #include "attnphys/solvers/vmc/driver.hpp"
@@ -135,6 +137,11 @@ void bind_spin(py::module_& m) {
       .def("set_parameters", [](PyAnsatz& p, const Array<double>& a) {
         require(a.ndim() == 1 && a.shape(0) == p.model->n_parameters(), "expected ", p.model->n_parameters(),
                 " parameters, got shape ", shape_str(a));
+        long bad = 0, first = -1;
+        for (long k = 0; k < a.shape(0); ++k)
+          if (!std::isfinite(a.data()[k]) && bad++ == 0) first = k;
+        require(bad == 0, "set_parameters: ", bad, " of the ", a.shape(0), " parameters are NaN or infinite (the "
+                "first at index ", first, "): give finite values");
         p.model->parameters().set_host(std::vector<double>(a.data(), a.data() + a.shape(0)));
       })
       .def("log_psi", [](PyAnsatz& p, const Array<double>& sigma) {
@@ -278,12 +285,15 @@ void bind_spin(py::module_& m) {
             py::object r = callback(step_dict(s));
             return r.is_none() || r.cast<bool>();
           });
+        require(n_iter >= 0, "Vmc.run: n_iter must be >= 0, got ", n_iter);
         py::list out;
         for (const auto& s : p.driver->run(n_iter, nullptr, cbs)) out.append(step_dict(s));
         return out;
       }, py::arg("n_iter"), py::arg("callback") = py::none(),
          "n_iter iterations; callback(step: dict) returning False stops the run")
       .def("estimate_energy", [](PyVmc& p, long n_samples) {
+        require(n_samples >= 0, "Vmc.estimate_energy: n_samples must be >= 0 (0: sampler.n_samples), got ",
+                n_samples);
         auto st = p.driver->estimate_energy(n_samples);
         py::dict d;
         d["energy"] = st.mean;

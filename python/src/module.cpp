@@ -5,6 +5,9 @@
 #include "attnphys/core/runtime.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <new>
+#include <stdexcept>
 
 namespace py = pybind11;
 
@@ -25,6 +28,13 @@ PYBIND11_MODULE(_core, m) {
       if (p) std::rethrow_exception(p);
     } catch (const attnphys::Error& e) {
       error(e.what());
+    } catch (const std::bad_alloc& e) {
+      error((std::string("not enough memory for this request (") + e.what() + "); ask for fewer samples, a "
+             "smaller grid or a smaller model").c_str());
+    } catch (const std::runtime_error& e) {
+      // Kokkos reports a failed allocation as a runtime_error: the same attnphys.Error as above, with its size.
+      if (std::strstr(e.what(), "Kokkos failed to allocate memory") == nullptr) throw;
+      error((std::string("not enough memory for this request: ") + e.what()).c_str());
     }
   });
   attnphys::python::bind_core(m);
