@@ -229,7 +229,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--len", type=int, default=1024)
-    p.add_argument("--attention", default="dense", choices=["dense", "tiled"])
+    p.add_argument("--attention", default="tiled", choices=["dense", "tiled"],
+                   help="attention memory mode of the attnphys side (tiled: the fused kernels)")
     p.add_argument("--steps", type=int, default=5, help="timed steps per side per round (after the warm-up)")
     p.add_argument("--repeats", type=int, default=3, help="rounds; every figure is the median over them")
     p.add_argument("--threads", type=int, default=2, help="threads of every side (BLAS, torch intra-op)")

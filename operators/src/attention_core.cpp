@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 namespace attnphys::ops {
@@ -93,6 +94,28 @@ KOKKOS_INLINE_FUNCTION T row_sum(const T* p, long n) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
+// In place p[j] = exp(p[j] - mx) (0 where p[j] is the masked mark `lowest`, when Masked), returning their sum: one
+// pass with eight partial sums instead of an exp pass and a sum pass.
+template <class T, class Masked>
+KOKKOS_INLINE_FUNCTION T exp_sum(T* p, long n, T mx, T lowest, Masked) {
+  T s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  long j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int a = 0; a < 8; ++a) {
+      const T x = p[j + a];
+      const T e = Masked::value && x == lowest ? T(0) : fast_exp(x - mx);
+      p[j + a] = e;
+      s[a] += e;
+    }
+  for (; j < n; ++j) {
+    const T x = p[j];
+    const T e = Masked::value && x == lowest ? T(0) : fast_exp(x - mx);
+    p[j] = e;
+    s[0] += e;
+  }
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 template <class T>
 bool plain_scores(const ScoreSpec<T>& spec) {
   const auto& m = spec.mask;
@@ -137,12 +160,8 @@ void tile_softmax(T* s, const Tile& t, const Mat<T>& lse, const ScoreSpec<T>& sp
           lse(bh, i) = lowest;
           return;
         }
-        if (plain) {
-          for (long j = 0; j < n; ++j) row[j] = fast_exp(row[j] - mx);
-        } else {
-          for (long j = 0; j < n; ++j) row[j] = row[j] == lowest ? T(0) : fast_exp(row[j] - mx);
-        }
-        const T sum = row_sum(row, n);
+        const T sum = plain ? exp_sum(row, n, mx, lowest, std::false_type())
+                            : exp_sum(row, n, mx, lowest, std::true_type());
         const T inv = T(1) / sum;
         for (long j = 0; j < n; ++j) row[j] *= inv;
         lse(bh, i) = mx + math::log(sum);
@@ -182,12 +201,8 @@ void tile_online_softmax(T* s, const Tile& t, T* o, const Mat<T>& m, T* l, long 
         }
         const T m_old = m(bh, i);
         const T m_new = m_old > mt ? m_old : mt;
-        if (plain) {
-          for (long c = 0; c < cols; ++c) row[c] = fast_exp(row[c] - m_new);
-        } else {
-          for (long c = 0; c < cols; ++c) row[c] = row[c] == lowest ? T(0) : fast_exp(row[c] - m_new);
-        }
-        const T sum = row_sum(row, cols);
+        const T sum = plain ? exp_sum(row, cols, m_new, lowest, std::false_type())
+                            : exp_sum(row, cols, m_new, lowest, std::true_type());
         const long idx = bh * n + i;
         if (m_old == lowest) {
           l[idx] = sum;
@@ -268,6 +283,277 @@ void tile_softmax_backward(T* ds, const T* p, const Tile& t, const T* rowdot, co
       });
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// Fused tiled attention (host builds for AVX2/AVX-512 CPUs). One Kokkos kernel does the whole forward (scores,
+// online softmax, p v) and one the whole backward, on register-blocked score tiles: R query rows × L keys at a time
+// (L = lanes of one 64-byte vector: 16 floats, 8 doubles), the L keys of a chunk in one vector, so a score tile is R
+// vector accumulators over the dh dimensions; keys come transposed (kt [B*H, dh, Np], Np = N rounded up to L, zero
+// padding) so that a chunk's dimension c is one vector load. No score block ever leaves L1 and there is no BLAS call
+// (the many small gemms of the blocked path cost more in packing and call overhead than in arithmetic at dh ≤ 64).
+// Used for the tiled kind when the scores are plain (no mask, no bias) and dh is 1, 2 or 4 vectors; everything
+// else takes the blocked path below, which is also the reference the fused kernels are tested against.
+#if !(defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL)) && \
+    defined(__GNUC__) && (defined(__AVX2__) || defined(__AVX512F__))
+#define ATTNPHYS_FUSED_SDPA 1
+namespace fused {
+constexpr int kVecBytes = 64;
+template <class T>
+struct Simd {
+  typedef T type __attribute__((vector_size(kVecBytes)));
+};
+template <class T>
+constexpr int lanes() {
+  return kVecBytes / int(sizeof(T));
+}
+template <class V, class T>
+KOKKOS_FORCEINLINE_FUNCTION V load(const T* p) {
+  V v;
+  __builtin_memcpy(&v, p, sizeof(V));
+  return v;
+}
+template <class V, class T>
+KOKKOS_FORCEINLINE_FUNCTION void store(T* p, const V& v) {
+  __builtin_memcpy(p, &v, sizeof(V));
+}
+constexpr long kKeys = 128;  // keys per block of the online softmax (a multiple of every lane count)
+
+// Horizontal maximum and sum of one vector, as a tree (depth log2 L, not a chain of L dependent operations).
+template <class T, class V>
+KOKKOS_FORCEINLINE_FUNCTION T hmax(const V& v) {
+  constexpr int L = lanes<T>();
+  T t[L];
+  __builtin_memcpy(t, &v, sizeof(V));
+  for (int w = L / 2; w >= 1; w /= 2)
+    for (int a = 0; a < w; ++a) t[a] = t[a + w] > t[a] ? t[a + w] : t[a];
+  return t[0];
+}
+template <class T, class V>
+KOKKOS_FORCEINLINE_FUNCTION T hsum(const V& v) {
+  constexpr int L = lanes<T>();
+  T t[L];
+  __builtin_memcpy(t, &v, sizeof(V));
+  for (int w = L / 2; w >= 1; w /= 2)
+    for (int a = 0; a < w; ++a) t[a] += t[a + w];
+  return t[0];
+}
+
+// kt[bh, c, j] = src[bh, j, c] for j < n, 0 for n <= j < np.
+template <class T>
+void transpose_padded(T* kt, const T* src, long nbh, long n, long np, long dh) {
+  Kokkos::parallel_for(
+      "attnphys::attention_fused_transpose", Kokkos::RangePolicy<ExecSpace>(0, nbh * dh), KOKKOS_LAMBDA(long bc) {
+        const long bh = bc / dh, c = bc % dh;
+        const T* s = src + bh * n * dh + c;
+        T* d = kt + bc * np;
+        for (long j = 0; j < n; ++j) d[j] = s[j * dh];
+        for (long j = n; j < np; ++j) d[j] = T(0);
+      });
+}
+
+// s[r * kKeys + j] = Σ_c a[r][c] · bt[c, j0 + j] for R rows and the `chunks` vector chunks of one key block.
+template <class T, int R, int DH>
+KOKKOS_FORCEINLINE_FUNCTION void score_block(T* s, const T (&a)[R][DH], const T* bt, long np, long j0, long chunks) {
+  using V = typename Simd<T>::type;
+  constexpr int L = lanes<T>();
+  for (long ch = 0; ch < chunks; ++ch) {
+    V acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = V{};
+    const T* col = bt + j0 + ch * L;
+    for (int c = 0; c < DH; ++c) {
+      const V kv = load<V>(col + c * np);
+      for (int r = 0; r < R; ++r) acc[r] += a[r][c] * kv;
+    }
+    for (int r = 0; r < R; ++r) store(s + r * kKeys + ch * L, acc[r]);
+  }
+}
+
+template <class T, int R, int DH>
+void forward(T* o, T* lse, const T* q, const T* kt, const T* v, long nbh, long n, long np) {
+  using V = typename Simd<T>::type;
+  constexpr int L = lanes<T>(), NV = DH / L;
+  const long qblocks = (n + R - 1) / R;
+  const T scale = T(1) / std::sqrt(T(DH));
+  Kokkos::parallel_for(
+      "attnphys::attention_fused_forward", Kokkos::RangePolicy<ExecSpace>(0, nbh * qblocks), KOKKOS_LAMBDA(long it) {
+        const long bh = it / qblocks, i0 = (it % qblocks) * R;
+        T qs[R][DH];  // scaled query rows (the last row repeated past n)
+        for (int r = 0; r < R; ++r) {
+          const long i = i0 + r < n ? i0 + r : n - 1;
+          for (int c = 0; c < DH; ++c) qs[r][c] = q[(bh * n + i) * DH + c] * scale;
+        }
+        V acc[R][NV], l[R];  // output rows and the running sums (kept as L partial sums)
+        T m[R];
+        for (int r = 0; r < R; ++r) {
+          for (int w = 0; w < NV; ++w) acc[r][w] = V{};
+          m[r] = T(0);
+          l[r] = V{};
+        }
+        T s[R * kKeys];
+        const T* ktb = kt + bh * DH * np;
+        const T* vb = v + bh * n * DH;
+        for (long j0 = 0; j0 < n; j0 += kKeys) {
+          const long kb = n - j0 < kKeys ? n - j0 : kKeys, chunks = (kb + L - 1) / L;
+          score_block<T, R, DH>(s, qs, ktb, np, j0, chunks);
+          for (int r = 0; r < R; ++r) {
+            T* sr = s + r * kKeys;
+            for (long j = kb; j < chunks * L; ++j) sr[j] = sr[0];  // padding: no effect on the maximum
+            V mv = load<V>(sr);
+            for (long ch = 1; ch < chunks; ++ch) {
+              const V x = load<V>(sr + ch * L);
+              mv = x > mv ? x : mv;
+            }
+            const T mt = hmax<T>(mv);
+            const T m_new = j0 == 0 || mt > m[r] ? mt : m[r];
+            for (long j = kb; j < chunks * L; ++j) sr[j] = m_new - T(200);  // padding: exp gives exactly 0
+            V sum = V{};
+            for (long ch = 0; ch < chunks; ++ch) {
+              T e[L];
+              for (int a = 0; a < L; ++a) e[a] = fast_exp(sr[ch * L + a] - m_new);
+              const V ev = load<V>(e);
+              store(sr + ch * L, ev);
+              sum += ev;
+            }
+            if (j0 == 0) {
+              l[r] = sum;
+            } else {
+              const T alpha = fast_exp(m[r] - m_new);
+              l[r] = l[r] * alpha + sum;
+              for (int w = 0; w < NV; ++w) acc[r][w] *= alpha;
+            }
+            m[r] = m_new;
+          }
+          for (long j = 0; j < kb; ++j) {
+            const T* vr = vb + (j0 + j) * DH;
+            for (int w = 0; w < NV; ++w) {
+              const V vv = load<V>(vr + w * L);
+              for (int r = 0; r < R; ++r) acc[r][w] += s[r * kKeys + j] * vv;
+            }
+          }
+        }
+        for (int r = 0; r < R && i0 + r < n; ++r) {
+          const long i = i0 + r;
+          const T sum = hsum<T>(l[r]), inv = T(1) / sum;
+          for (int w = 0; w < NV; ++w) store(o + (bh * n + i) * DH + w * L, acc[r][w] * inv);
+          lse[bh * n + i] = m[r] + math::log(sum);
+        }
+      });
+}
+
+// One work item per head slice: over query blocks of R rows, over key blocks, recompute p = exp(s - lse), then
+// dp = dO vᵀ, ds = p (dp - D), dv += pᵀ dO, dk += scale dsᵀ q, dq += scale ds k. dq, dk, dv are written (zeroed
+// here); D = rowdot.
+template <class T, int R, int DH>
+void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* kt, const T* vt,
+              const T* lse, const T* rowdot, long nbh, long n, long np) {
+  using V = typename Simd<T>::type;
+  constexpr int L = lanes<T>(), NV = DH / L;
+  const T scale = T(1) / std::sqrt(T(DH));
+  Kokkos::parallel_for(
+      "attnphys::attention_fused_backward", Kokkos::RangePolicy<ExecSpace>(0, nbh), KOKKOS_LAMBDA(long bh) {
+        const T* ktb = kt + bh * DH * np;
+        const T* vtb = vt + bh * DH * np;
+        const T* kb_rows = k + bh * n * DH;
+        T* dkb = dk + bh * n * DH;
+        T* dvb = dv + bh * n * DH;
+        for (long x = 0; x < n * DH; ++x) dkb[x] = dvb[x] = T(0);
+        T p[R * kKeys], ds[R * kKeys];
+        for (long i0 = 0; i0 < n; i0 += R) {
+          T qs[R][DH], qr[R][DH], dor[R][DH], lr[R], dr[R];
+          for (int r = 0; r < R; ++r) {
+            const long i = i0 + r < n ? i0 + r : n - 1;
+            const bool live = i0 + r < n;  // rows past n contribute nothing (their dO is taken as 0)
+            for (int c = 0; c < DH; ++c) {
+              qr[r][c] = q[(bh * n + i) * DH + c];
+              qs[r][c] = qr[r][c] * scale;
+              dor[r][c] = live ? dout[(bh * n + i) * DH + c] : T(0);
+            }
+            lr[r] = lse[bh * n + i];
+            dr[r] = live ? rowdot[bh * n + i] : T(0);
+          }
+          V dqa[R][NV];
+          for (int r = 0; r < R; ++r)
+            for (int w = 0; w < NV; ++w) dqa[r][w] = V{};
+          for (long j0 = 0; j0 < n; j0 += kKeys) {
+            const long kb = n - j0 < kKeys ? n - j0 : kKeys, chunks = (kb + L - 1) / L;
+            score_block<T, R, DH>(p, qs, ktb, np, j0, chunks);
+            score_block<T, R, DH>(ds, dor, vtb, np, j0, chunks);  // dp = dO vᵀ
+            for (int r = 0; r < R; ++r) {
+              T* pr = p + r * kKeys;
+              T* dsr = ds + r * kKeys;
+              for (long j = 0; j < chunks * L; ++j) {
+                const T e = fast_exp(pr[j] - lr[r]);
+                pr[j] = e;
+                dsr[j] = e * (dsr[j] - dr[r]) * scale;
+              }
+            }
+            for (long j = 0; j < kb; ++j) {
+              T* dvr = dvb + (j0 + j) * DH;
+              T* dkr = dkb + (j0 + j) * DH;
+              const T* kr = kb_rows + (j0 + j) * DH;
+              for (int w = 0; w < NV; ++w) {
+                V a = load<V>(dvr + w * L), b = load<V>(dkr + w * L);
+                const V kv = load<V>(kr + w * L);
+                for (int r = 0; r < R; ++r) {
+                  V dov, qv;
+                  __builtin_memcpy(&dov, &dor[r][w * L], sizeof(V));
+                  __builtin_memcpy(&qv, &qr[r][w * L], sizeof(V));
+                  a += p[r * kKeys + j] * dov;
+                  b += ds[r * kKeys + j] * qv;
+                  dqa[r][w] += ds[r * kKeys + j] * kv;
+                }
+                store(dvr + w * L, a);
+                store(dkr + w * L, b);
+              }
+            }
+          }
+          for (int r = 0; r < R && i0 + r < n; ++r)
+            for (int w = 0; w < NV; ++w) store(dq + (bh * n + i0 + r) * DH + w * L, dqa[r][w]);
+        }
+      });
+}
+
+template <class T>
+bool applies(long dh, const ScoreSpec<T>& spec) {
+  constexpr int L = lanes<T>();
+  return plain_scores(spec) && (dh == L || dh == 2 * L || dh == 4 * L);
+}
+template <class T>
+long padded(long n) {
+  return (n + lanes<T>() - 1) / lanes<T>() * lanes<T>();
+}
+
+template <class T>
+void run_forward(const Mat3<T>& o, const Mat<T>& lse, const ConstMat3<T>& q, const ConstMat3<T>& k,
+                 const ConstMat3<T>& v, AttentionScratch<T>& ws) {
+  constexpr int L = lanes<T>();
+  const long nbh = q.extent(0), n = q.extent(1), dh = q.extent(2), np = padded<T>(n);
+  T* kt = ws.ensure(ws.tile, nbh * dh * np, "attnphys::attention_tile");
+  transpose_padded(kt, k.data(), nbh, n, np, dh);
+  if (dh == L) forward<T, 8, L>(o.data(), lse.data(), q.data(), kt, v.data(), nbh, n, np);
+  else if (dh == 2 * L) forward<T, 4, 2 * L>(o.data(), lse.data(), q.data(), kt, v.data(), nbh, n, np);
+  else forward<T, 4, 4 * L>(o.data(), lse.data(), q.data(), kt, v.data(), nbh, n, np);
+}
+
+template <class T>
+void run_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, const ConstMat3<T>& dout,
+                  const ConstMat3<T>& q, const ConstMat3<T>& k, const ConstMat3<T>& v, const ConstMat<T>& lse,
+                  const T* rowdot, AttentionScratch<T>& ws) {
+  constexpr int L = lanes<T>();
+  const long nbh = q.extent(0), n = q.extent(1), dh = q.extent(2), np = padded<T>(n);
+  T* kt = ws.ensure(ws.tile, nbh * dh * np, "attnphys::attention_tile");
+  T* vt = ws.ensure(ws.dtile, nbh * dh * np, "attnphys::attention_dtile");
+  transpose_padded(kt, k.data(), nbh, n, np, dh);
+  transpose_padded(vt, v.data(), nbh, n, np, dh);
+  const auto args = [&](auto fn) {
+    fn(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), kt, vt, lse.data(), rowdot, nbh, n, np);
+  };
+  if (dh == L) args(backward<T, 4, L>);
+  else if (dh == 2 * L) args(backward<T, 4, 2 * L>);
+  else args(backward<T, 2, 4 * L>);
+}
+}  // namespace fused
+#endif
+
 template <class T>
 void sdpa_forward(const Mat3<T>& o, const Mat3<T>& p, const Mat<T>& lse, const ConstMat3<T>& q,
                   const ConstMat3<T>& k, const ConstMat3<T>& v, const ScoreSpec<T>& spec, AttentionScratch<T>& ws) {
@@ -288,6 +574,12 @@ void sdpa_forward(const Mat3<T>& o, const Mat3<T>& p, const Mat<T>& lse, const C
     }
     return;
   }
+#ifdef ATTNPHYS_FUSED_SDPA
+  if (ws.fused && fused::applies<T>(dh, spec)) {
+    fused::run_forward(o, lse, q, k, v, ws);
+    return;
+  }
+#endif
   // Tiled: online softmax over key blocks (FlashAttention-2). o accumulates the unnormalised p v, lse holds the
   // running row maxima and ws.rowdot the running sums until online_softmax_finish.
   const Blocking bl = tiled_blocking(nbh, n, ws.tile_budget, ws.min_tile_rows);
@@ -372,6 +664,12 @@ void sdpa_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, cons
     }
     return;
   }
+#ifdef ATTNPHYS_FUSED_SDPA
+  if (ws.fused && fused::applies<T>(dh, spec)) {
+    fused::run_backward(dq, dk, dv, dout, q, k, v, lse, rowdot, ws);
+    return;
+  }
+#endif
   // Tiled (FlashAttention-2 backward): per key block, over the query blocks, recompute P = exp(S - lse), then
   // dV += Pᵀ dO, dS = P ⊙ (dO Vᵀ - D), dQ += dS K / sqrt(dh), dK += dSᵀ Q / sqrt(dh).
   const Blocking bl = tiled_blocking(nbh, n, ws.tile_budget, ws.min_tile_rows);
@@ -577,11 +875,13 @@ void split_heads(const Mat3<T>& out, const ConstMat<T>& in, long col0, long batc
   require(long(out.extent(0)) == batch * heads && long(in.extent(0)) == batch * n &&
               long(in.extent(1)) >= col0 + heads * dh,
           "split_heads: shapes disagree");
+  // One work item per (token, head): a contiguous run of dh values.
   Kokkos::parallel_for(
-      "attnphys::split_heads", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {batch * n, heads * dh}),
-      KOKKOS_LAMBDA(long t, long f) {
-        const long b = t / n, i = t % n, h = f / dh, c = f % dh;
-        out(b * heads + h, i, c) = in(t, col0 + f);
+      "attnphys::split_heads", Kokkos::RangePolicy<ExecSpace>(0, batch * n * heads), KOKKOS_LAMBDA(long th) {
+        const long t = th / heads, h = th % heads, b = t / n, i = t % n;
+        const T* src = &in(t, col0 + h * dh);
+        T* dst = &out(b * heads + h, i, 0);
+        for (long c = 0; c < dh; ++c) dst[c] = src[c];
       });
 }
 
@@ -592,10 +892,11 @@ void merge_heads(const Mat<T>& out, long col0, const ConstMat3<T>& in, long batc
               long(out.extent(1)) >= col0 + heads * dh,
           "merge_heads: shapes disagree");
   Kokkos::parallel_for(
-      "attnphys::merge_heads", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {batch * n, heads * dh}),
-      KOKKOS_LAMBDA(long t, long f) {
-        const long b = t / n, i = t % n, h = f / dh, c = f % dh;
-        out(t, col0 + f) = in(b * heads + h, i, c);
+      "attnphys::merge_heads", Kokkos::RangePolicy<ExecSpace>(0, batch * n * heads), KOKKOS_LAMBDA(long th) {
+        const long t = th / heads, h = th % heads, b = t / n, i = t % n;
+        const T* src = &in(b * heads + h, i, 0);
+        T* dst = &out(t, col0 + h * dh);
+        for (long c = 0; c < dh; ++c) dst[c] = src[c];
       });
 }
 

@@ -56,6 +56,36 @@ KOKKOS_INLINE_FUNCTION T lane_sum(const T* p, long n, F f) {
   return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
 }
 
+// Column sums out(j) += Σ_i a(i, j) of a row-major [m, n] matrix. Host: one work item per run of kCols
+// neighbouring columns that walks down the rows, so every cache line of a is read once (a work item per column
+// would stream the whole matrix once per column); devices: one work item per column (coalesced across threads).
+constexpr long kCols = 16;
+constexpr bool kHostSpace = Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible;
+
+template <class T>
+void column_sums_add(const Vec<T>& out, const ConstMat<T>& a) {
+  const long m = a.extent(0), n = a.extent(1);
+  if (kHostSpace) {
+    Kokkos::parallel_for(
+        "attnphys::column_sums", Kokkos::RangePolicy<ExecSpace>(0, (n + kCols - 1) / kCols), KOKKOS_LAMBDA(long blk) {
+          const long j0 = blk * kCols, w = n - j0 < kCols ? n - j0 : kCols;
+          T s[kCols] = {};
+          for (long i = 0; i < m; ++i) {
+            const T* row = &a(i, j0);
+            for (long c = 0; c < w; ++c) s[c] += row[c];
+          }
+          for (long c = 0; c < w; ++c) out(j0 + c) += s[c];
+        });
+    return;
+  }
+  Kokkos::parallel_for(
+      "attnphys::column_sums", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long j) {
+        T s = 0;
+        for (long i = 0; i < m; ++i) s += a(i, j);
+        out(j) += s;
+      });
+}
+
 }  // namespace
 
 template <class T>
@@ -87,12 +117,7 @@ void linear_backward(const Mat<T>& dx, const Mat<T>& dw, const Vec<T>& db, const
   gemm('T', 'N', T(1), dy, x, T(1), dw);
   if (db.extent(0) != 0) {
     require(long(db.extent(0)) == n, "linear_backward: db has ", db.extent(0), " entries, need ", n);
-    Kokkos::parallel_for(
-        "attnphys::linear_backward_bias", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long j) {
-          T s = 0;
-          for (long i = 0; i < m; ++i) s += dy(i, j);
-          db(j) += s;
-        });
+    column_sums_add(db, dy);
   }
 }
 
@@ -140,6 +165,28 @@ void layernorm_backward(const Mat<T>& dx, const Vec<T>& dw, const Vec<T>& db, co
           }
         });
   }
+  if (kHostSpace) {  // runs of kCols columns down the rows (see column_sums_add)
+    Kokkos::parallel_for(
+        "attnphys::layernorm_backward_params", Kokkos::RangePolicy<ExecSpace>(0, (d + kCols - 1) / kCols),
+        KOKKOS_LAMBDA(long blk) {
+          const long k0 = blk * kCols, w = d - k0 < kCols ? d - k0 : kCols;
+          T sw[kCols] = {}, sb[kCols] = {};
+          for (long i = 0; i < m; ++i) {
+            const T* g = &dy(i, k0);
+            const T* xi = &x(i, k0);
+            const T mu = mean(i), r = rstd(i);
+            for (long c = 0; c < w; ++c) {
+              sw[c] += g[c] * (xi[c] - mu) * r;
+              sb[c] += g[c];
+            }
+          }
+          for (long c = 0; c < w; ++c) {
+            dw(k0 + c) += sw[c];
+            db(k0 + c) += sb[c];
+          }
+        });
+    return;
+  }
   Kokkos::parallel_for(
       "attnphys::layernorm_backward_params", Kokkos::RangePolicy<ExecSpace>(0, d), KOKKOS_LAMBDA(long k) {
         T sw = 0, sb = 0;
@@ -174,9 +221,33 @@ void gelu_backward(const Mat<T>& dx, const ConstMat<T>& dy, const ConstMat<T>& x
   elementwise("attnphys::gelu_backward", n, KOKKOS_LAMBDA(long i) {
     const T v = px[i];
     const T cdf = T(0.5) * (T(1) + gelu_erf(v * T(0.70710678118654752440)));
-    const T pdf = T(0.39894228040143267794) * math::exp(T(-0.5) * v * v);
+    const T pdf = T(0.39894228040143267794) * fast_exp(T(-0.5) * v * v);  // vectorises (float)
     pdx[i] = pdy[i] * (cdf + v * pdf);
   });
+}
+
+template <class T>
+void bias_gelu_forward(const Mat<T>& f, const Mat<T>& g, const ConstVec<T>& b) {
+  ScopedRegion region("attnphys::bias_gelu_forward");
+  const long m = f.extent(0), n = f.extent(1);
+  require(long(g.extent(0)) == m && long(g.extent(1)) == n && long(b.extent(0)) == n,
+          "bias_gelu_forward: f is ", m, "x", n, ", g is ", g.extent(0), "x", g.extent(1), ", b has ", b.extent(0),
+          " entries");
+  T* pf = f.data();
+  T* pg = g.data();
+  const T* pb = b.data();
+  // One pass: per row, f += b, then g = gelu(f) from the value in registers.
+  Kokkos::parallel_for(
+      "attnphys::bias_gelu_forward", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(long i) {
+        T* fr = pf + i * n;
+        T* gr = pg + i * n;
+#pragma GCC ivdep
+        for (long j = 0; j < n; ++j) {
+          const T v = fr[j] + pb[j];
+          fr[j] = v;
+          gr[j] = T(0.5) * v * (T(1) + gelu_erf(v * T(0.70710678118654752440)));
+        }
+      });
 }
 
 template <class T>
@@ -241,6 +312,7 @@ void add_inplace(const Mat<T>& y, const ConstMat<T>& x) {
                                       const ConstVec<T>&);                                                      \
   template void gelu_forward<T>(const Mat<T>&, const ConstMat<T>&);                                             \
   template void gelu_backward<T>(const Mat<T>&, const ConstMat<T>&, const ConstMat<T>&);                        \
+  template void bias_gelu_forward<T>(const Mat<T>&, const Mat<T>&, const ConstVec<T>&);                         \
   template void softmax_forward<T>(const Mat<T>&, const ConstMat<T>&);                                          \
   template void softmax_backward<T>(const Mat<T>&, const ConstMat<T>&, const ConstMat<T>&);                     \
   template void residual_forward<T>(const Mat<T>&, const ConstMat<T>&, const ConstMat<T>&);                     \

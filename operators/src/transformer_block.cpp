@@ -61,8 +61,8 @@ void TransformerBlock<T>::forward(const Mat<T>& y, BlockCache<T>& c, const Const
   residual_forward<T>(c.x1, x, c.attn_out);
   layernorm_forward<T>(c.h2, c.mean2, c.rstd2, c.x1, params.view1(p + "norm2.weight"),
                        params.view1(p + "norm2.bias"), eps_);
-  linear_forward<T>(c.f, c.h2, params.view2(p + "linear1.weight"), params.view1(p + "linear1.bias"));
-  gelu_forward<T>(c.g, c.f);
+  linear_forward<T>(c.f, c.h2, params.view2(p + "linear1.weight"), ConstVec<T>());  // bias in the GELU pass
+  bias_gelu_forward<T>(c.f, c.g, params.view1(p + "linear1.bias"));
   linear_forward<T>(y, c.g, params.view2(p + "linear2.weight"), params.view1(p + "linear2.bias"));
   add_inplace<T>(y, c.x1);
 }

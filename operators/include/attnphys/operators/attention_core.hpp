@@ -67,6 +67,10 @@ struct AttentionScratch {
   long tile_budget = Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible ? (1L << 16) : (1L << 24);
   // Fewest query rows (and, in tiled mode, keys) per tile: thinner tiles make the score gemms inefficient.
   long min_tile_rows = 64;
+  // Tiled mode on host builds for AVX2/AVX-512 CPUs: the fused register-blocked kernels (one Kokkos kernel for the
+  // forward, one for the backward, no score gemms) when the scores are plain (no mask, no bias) and dh is 1, 2 or 4
+  // vectors (16, 32, 64 floats; 8, 16, 32 doubles). false: always the blocked gemm path (the tests' reference).
+  bool fused = true;
 };
 
 // q, k, v, o: [B*H, N, dh]; p: [B*H, N, N] (dense) or empty (tiled); lse: [B*H, N].

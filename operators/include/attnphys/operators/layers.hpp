@@ -43,6 +43,10 @@ template <class T>
 void gelu_forward(const Mat<T>& y, const ConstMat<T>& x);
 template <class T>
 void gelu_backward(const Mat<T>& dx, const ConstMat<T>& dy, const ConstMat<T>& x);
+// Fused bias + GELU (the feed-forward's first layer after a bias-free gemm): f += b (row broadcast, f keeps the
+// pre-activation for gelu_backward), g = gelu(f); one pass over f instead of three.
+template <class T>
+void bias_gelu_forward(const Mat<T>& f, const Mat<T>& g, const ConstVec<T>& b);
 
 // Row-wise softmax; the backward uses the saved output y.
 template <class T>
