@@ -575,6 +575,14 @@ class MCState:
         """Complex log ψ of a [B, N] array of ±1."""
         return self._need().ansatz.log_psi(sigma)
 
+    def sample(self, n_samples=None, *, seed=0):
+        """[n_samples, N] new samples of |ψ|² (±1), drawn as vs.expect draws them."""
+        return self._need().sample(0 if n_samples is None else int(n_samples), seed)
+
+    def to_toml(self):
+        """The `attnphys vmc --config` file of this state's configuration (every key resolved)."""
+        return self._need().to_toml()
+
     def expect(self, operator, *, n_samples=None, seed=0):
         """Stats of ⟨operator⟩ from new samples (n_samples, default the state's). A pure function of the state and
         seed: the same state gives the same estimate; another seed draws other samples."""
@@ -709,3 +717,23 @@ class VMC:
     def __repr__(self):
         return (f"spin.VMC({self.hamiltonian!r}, {self.optimizer!r}, variational_state={self.state!r}, "
                 f"preconditioner={self.preconditioner!r})")
+
+
+def _document(cls):
+    # help() and inspect.signature() show the keywords and their C++ defaults.
+    import inspect
+
+    params = []
+    if issubclass(cls, _Sampler):
+        params.append(inspect.Parameter("hilbert", inspect.Parameter.POSITIONAL_OR_KEYWORD))
+    defaults = cls.defaults()
+    for k in cls.keywords():
+        params.append(inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None))
+    cls.__signature__ = inspect.Signature(params)
+    if defaults:
+        cls.__doc__ = (cls.__doc__ or "") + "\n\n    Keywords (None: the C++ default shown): " + ", ".join(
+            f"{k}={v!r}" for k, v in defaults.items()) + "."
+
+
+for _cls in (MetropolisExchange, MetropolisLocal, Transformer, Rbm, Mps, Autoregressive):
+    _document(_cls)

@@ -342,6 +342,18 @@ void bind_spin_api(py::module_& m) {
         require_finite(s.psi().parameters().get_host(), "VMC");
         return out;
       }, py::arg("n_iter"), py::arg("callback") = py::none(), py::arg("log_path") = "")
+      .def("sample", [](PyVmcState& s, long n_samples, long seed) {
+        Drawn d = s.draw(n_samples, seed);
+        const long M = d.s.extent(0), N = d.s.extent(1);
+        return out_array(d.s, {M, N});
+      }, py::arg("n_samples") = 0, py::arg("seed") = 0)
+      .def("to_toml", [](PyVmcState& s) {
+        // The CLI config of this state (`attnphys vmc --config`): every key VmcRunConfig declares, resolved.
+        vmc::VmcRunConfig c = s.cfg;
+        OptionSet set;
+        c.declare(set);
+        return set.to_toml();
+      })
       .def("expect_chain", &PyVmcState::expect_chain, py::arg("model_options"), py::arg("n_samples") = 0,
            py::arg("seed") = 0)
       .def("expect_pairs", &PyVmcState::expect_pairs, py::arg("i"), py::arg("j"), py::arg("w"),

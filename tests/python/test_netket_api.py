@@ -306,3 +306,31 @@ def test_bad_input():
         spin.SpinCorrelation(hi, 0, 8)
     with pytest.raises(attnphys.Error, match="no expectation"):
         vs.expect("H")
+
+
+def test_cli_continues_a_saved_state(tmp_path):
+    """vs.to_toml() is the `attnphys vmc` config of the state and vs.save() its checkpoint: the CLI resumes it and
+    takes the very steps the Python driver takes."""
+    import json
+    import shutil
+    import subprocess
+
+    exe = os.path.join(os.environ.get("ATTNPHYS_BUILD_DIR", ""), "bin", "attnphys")
+    if not os.path.exists(exe):
+        pytest.skip("needs the attnphys CLI (ATTNPHYS_BUILD_DIR/bin/attnphys)")
+    hi = spin.Spin(8, total_sz=0)
+    H = spin.Heisenberg(hi, bc="periodic")
+    vs = spin.MCState(spin.MetropolisExchange(hi, n_chains=16), spin.Transformer(d_model=8), n_samples=64, seed=2)
+    driver = spin.VMC(H, spin.Sgd(0.05), variational_state=vs, preconditioner=spin.SR(0.01))
+    driver.run(4)
+    vs.save(tmp_path / "s.h5")
+    toml = vs.to_toml()
+    assert 'kind = "transformer"' in toml and "d_model = 8" in toml
+    (tmp_path / "s.toml").write_text(re.sub(r"(?m)^n_iter = \d+", "n_iter = 6", toml))
+    assert vs.sample(16).shape == (16, 8) and np.all(vs.sample(16).sum(axis=1) == 0)
+    py = [s["energy"] for s in driver.run(2)]
+    out = subprocess.run([exe, "vmc", "--config", str(tmp_path / "s.toml"), "--set", f"run.resume={tmp_path / 's.h5'}",
+                          "--set", "run.final_samples=0", "--set", "run.reference=none", "--json"],
+                         capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    r = json.loads(out[out.index("{"):])
+    assert r["iterations"] == 6 and r["energy"] == py[-1]
