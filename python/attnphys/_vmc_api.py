@@ -620,6 +620,11 @@ class MCState:
         run.resume=path` continues it when its config matches) plus this state's description."""
         self._need().save(_os.fspath(path), _json.dumps(self._spec()))
 
+    def restore(self, path):
+        """Parameters, chains, counters and iteration from a VMC checkpoint of the same model and sampler (one
+        written by vs.save, `attnphys vmc` or spin.Vmc) into this state."""
+        self._need().load(_os.fspath(path))
+
     @classmethod
     def load(cls, path, *, model=None):
         """The state saved by vs.save(path), continuing exactly where it was. model: a C++ ansatz of the same

@@ -292,8 +292,8 @@ void bind_spin_api(py::module_& m) {
   sp.def("_read_api_spec", [](const std::string& path) {
     h5::Reader r(path, "vmc_checkpoint", 1);
     require(r.has_attr("/", "api_spec"), path, " is a VMC checkpoint without the Python API's description of the "
-            "state (written by `attnphys vmc` or spin.Vmc): load it with spin.MCState.load(path, model=..., "
-            "sampler=...) or with spin.Vmc.load_checkpoint");
+            "state (written by `attnphys vmc` or spin.Vmc): build the same spin.MCState, let it meet its Hamiltonian "
+            "(spin.VMC(H, ...)) and call vs.restore(path)");
     return r.attr_string("/", "api_spec");
   }, py::arg("path"));
 

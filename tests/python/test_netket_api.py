@@ -334,3 +334,13 @@ def test_cli_continues_a_saved_state(tmp_path):
                          capture_output=True, text=True, check=True, cwd=tmp_path).stdout
     r = json.loads(out[out.index("{"):])
     assert r["iterations"] == 6 and r["energy"] == py[-1]
+    # And the other way: a checkpoint the CLI wrote restores into an MCState of the same model and sampler.
+    subprocess.run([exe, "vmc", "--config", str(tmp_path / "s.toml"), "--set", "run.final_samples=0", "--set",
+                    "run.reference=none", "--set", "vmc.n_iter=3", "--set", f"vmc.checkpoint_path={tmp_path / 'c.h5'}"],
+                   capture_output=True, text=True, check=True, cwd=tmp_path)
+    with pytest.raises(attnphys.Error, match="restore"):
+        spin.MCState.load(tmp_path / "c.h5")
+    fresh = spin.MCState(spin.MetropolisExchange(hi, n_chains=16), spin.Transformer(d_model=8), n_samples=64, seed=2)
+    fresh.expect(H)
+    fresh.restore(tmp_path / "c.h5")
+    assert fresh.iteration == 3
