@@ -326,6 +326,13 @@ Shape Reader::shape(const std::string& name) const {
   require(rank >= 0, "dataset '", name, "' in '", path_, "' has no readable shape");
   std::vector<hsize_t> dims(rank);
   H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  // A corrupted file can claim extents whose product wraps around: a reader would then allocate a small buffer for
+  // a huge dataset. Refuse shapes of more than 2^59 elements (any element type then fits in 2^62 bytes).
+  std::uint64_t n = 1;
+  for (auto d : dims)
+    require(d == 0 || n <= (std::uint64_t(1) << 59) / d, "dataset '", name, "' in '", path_,
+            "' claims an impossible shape: the file is corrupted");
+  for (auto d : dims) n *= d;
   return Shape(dims.begin(), dims.end());
 }
 
@@ -342,10 +349,11 @@ void Reader::read_rows_raw(const std::string& name, DType t, std::uint64_t first
   require(ds.id >= 0, "cannot open dataset '", name, "' in '", path_, "'");
   Handle fspace(H5Dget_space(ds), H5Sclose);
   int rank = H5Sget_simple_extent_ndims(fspace);
+  require(rank >= 1, "dataset '", name, "' of '", path_, "' has no rows (rank ", rank, ")");
   std::vector<hsize_t> dims(rank);
   H5Sget_simple_extent_dims(fspace, dims.data(), nullptr);
-  require(rank >= 1 && first + rows <= dims[0], "rows [", first, ", ", first + rows, ") outside dataset '", name,
-          "' of '", path_, "'");
+  require(first + rows <= dims[0], "rows [", first, ", ", first + rows, ") outside dataset '", name, "' of '", path_,
+          "'");
   if (rows == 0) return;
   std::vector<hsize_t> start(rank, 0), count(dims);
   start[0] = first;
@@ -356,6 +364,17 @@ void Reader::read_rows_raw(const std::string& name, DType t, std::uint64_t first
           path_, "' failed: the file is truncated or corrupted");
 }
 
+namespace {
+// An attribute read into one value must hold exactly one: H5Aread writes every element into the buffer, and a
+// corrupted or foreign file may hold a list where attnphys expects one value.
+void require_one_value(hid_t attr, const std::string& name, const std::string& path) {
+  Handle space(H5Aget_space(attr), H5Sclose);
+  const hssize_t n = space.id >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+  require(n == 1, "attribute '", name, "' of '", path, "' holds ", n, " values where one is expected: the file is ",
+          "corrupted or was not written by attnphys");
+}
+}  // namespace
+
 bool Reader::has_attr(const std::string& object, const std::string& name) const {
   if (object != "/" && !has(object)) return false;
   return H5Aexists_by_name(file_, object.c_str(), name.c_str(), H5P_DEFAULT) > 0;
@@ -364,6 +383,8 @@ bool Reader::has_attr(const std::string& object, const std::string& name) const 
 std::string Reader::attr_string(const std::string& object, const std::string& name) const {
   require(has_attr(object, name), "'", path_, "' has no attribute '", name, "' on '", object, "'");
   Handle attr(H5Aopen_by_name(file_, object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  require(attr.id >= 0, "cannot open attribute '", name, "' of '", path_, "'");
+  require_one_value(attr, name, path_);
   Handle type(H5Aget_type(attr), H5Tclose);
   require(H5Tget_class(type) == H5T_STRING, "attribute '", name, "' of '", path_, "' is not a string");
   if (H5Tis_variable_str(type) > 0) {  // written by h5py, for instance
@@ -377,6 +398,8 @@ std::string Reader::attr_string(const std::string& object, const std::string& na
     return out;
   }
   const std::size_t n = H5Tget_size(type);
+  require(n > 0 && n < (std::size_t(1) << 30), "attribute '", name, "' of '", path_, "' has an impossible string ",
+          "size (", n, " bytes): the file is corrupted");
   std::string out(n, '\0');
   require(H5Aread(attr, type, out.data()) >= 0, "cannot read attribute '", name, "' of '", path_, "'");
   while (!out.empty() && out.back() == '\0') out.pop_back();
@@ -386,6 +409,8 @@ std::string Reader::attr_string(const std::string& object, const std::string& na
 double Reader::attr_double(const std::string& object, const std::string& name) const {
   require(has_attr(object, name), "'", path_, "' has no attribute '", name, "' on '", object, "'");
   Handle attr(H5Aopen_by_name(file_, object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  require(attr.id >= 0, "cannot open attribute '", name, "' of '", path_, "'");
+  require_one_value(attr, name, path_);
   double v = 0;
   require(H5Aread(attr, H5T_NATIVE_DOUBLE, &v) >= 0, "cannot read attribute '", name, "' of '", path_, "'");
   return v;
@@ -394,6 +419,8 @@ double Reader::attr_double(const std::string& object, const std::string& name) c
 long Reader::attr_long(const std::string& object, const std::string& name) const {
   require(has_attr(object, name), "'", path_, "' has no attribute '", name, "' on '", object, "'");
   Handle attr(H5Aopen_by_name(file_, object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  require(attr.id >= 0, "cannot open attribute '", name, "' of '", path_, "'");
+  require_one_value(attr, name, path_);
   std::int64_t v = 0;
   require(H5Aread(attr, H5T_NATIVE_INT64, &v) >= 0, "cannot read attribute '", name, "' of '", path_, "'");
   return long(v);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <toml++/toml.h>
@@ -258,7 +259,52 @@ void OptionSet::load_file(const std::string& path) {
   load_string(ss.str(), path);
 }
 
+namespace {
+// The position of the first byte that does not start or continue a well-formed UTF-8 sequence (RFC 3629: no
+// overlong forms, no surrogates, nothing above U+10FFFF), or npos. TOML documents are UTF-8: a --set value that is
+// not would be stored in checkpoints as a configuration that no longer parses.
+std::size_t invalid_utf8(const std::string& s) {
+  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned c = b[i];
+    std::size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (c < 0x80) len = 1;
+    else if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) len = 3, lo = 0xA0;
+    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) len = 3;
+    else if (c == 0xED) len = 3, hi = 0x9F;
+    else if (c == 0xF0) len = 4, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else if (c == 0xF4) len = 4, hi = 0x8F;
+    else return i;
+    if (i + len > n) return i;
+    for (std::size_t k = 1; k < len; ++k) {
+      const unsigned d = b[i + k];
+      if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xBF)) return i;
+    }
+    i += len;
+  }
+  return std::string::npos;
+}
+
+// A TOML basic string: JSON's escapes, plus DEL, which TOML (unlike JSON) does not allow unescaped.
+std::string toml_quote(const std::string& s) {
+  std::string e = json_escape(s), out = "\"";
+  for (char c : e) out += c == '\x7f' ? std::string("\\u007f") : std::string(1, c);
+  return out + '"';
+}
+}  // namespace
+
 void OptionSet::set(const std::string& assignment) {
+  const std::size_t bad = invalid_utf8(assignment);
+  if (bad != std::string::npos) {
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(assignment[bad]));
+    fail("--set '", assignment.substr(0, std::min<std::size_t>(bad, 60)), "...': byte ", byte, " at position ", bad,
+         " is not UTF-8; configurations (and the copies stored in checkpoints) are UTF-8 text");
+  }
   const auto eq = assignment.find('=');
   require(eq != std::string::npos && eq > 0, "--set expects section.key=value, got '", assignment, "'");
   std::string key = assignment.substr(0, eq);
@@ -317,7 +363,7 @@ std::string OptionSet::to_toml() const {
         case Type::Long: os << *static_cast<long*>(e.target); break;
         case Type::Int: os << *static_cast<int*>(e.target); break;
         case Type::Bool: os << (*static_cast<bool*>(e.target) ? "true" : "false"); break;
-        case Type::String: os << '"' << json_escape(*static_cast<std::string*>(e.target)) << '"'; break;
+        case Type::String: os << toml_quote(*static_cast<std::string*>(e.target)); break;
         case Type::DoubleList: {
           os << "[";
           const auto& v = *static_cast<std::vector<double>*>(e.target);
@@ -328,7 +374,7 @@ std::string OptionSet::to_toml() const {
         case Type::StringList: {
           os << "[";
           const auto& v = *static_cast<std::vector<std::string>*>(e.target);
-          for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << '"' << json_escape(v[i]) << '"';
+          for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << toml_quote(v[i]);
           os << "]";
           break;
         }

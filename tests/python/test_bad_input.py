@@ -236,3 +236,24 @@ def test_zero_iterations_and_default_estimate_still_work(n_iter):
     v = spin.Vmc(chain, spin.Rbm(4, alpha=1), {"sampler.n_samples": 64})
     assert v.run(n_iter) == []
     assert np.isfinite(v.estimate_energy(0)["energy"])
+
+
+def test_cli_overrides_that_are_not_utf8_are_refused_and_stored_configs_parse(tmp_path):
+    """Found by tests/fuzz/fuzz_options: a --set value with bytes that are not UTF-8 used to be stored in the
+    configuration of checkpoints and outputs, which then no longer parsed as TOML; so did a DEL character."""
+    import tomllib
+
+    h5py = pytest.importorskip("h5py")
+    exe = os.path.join(os.environ.get("ATTNPHYS_BUILD_DIR", "build"), "bin", "attnphys")
+    base = [exe.encode(), b"heat", b"dataset", b"--set", b"problem.nx=4", b"--set", b"dataset.samples=1",
+            b"--set", b"dataset.nt=2", b"--set", b"dataset.progress=false"]
+    r = subprocess.run(base + [b"--set", b"dataset.output=" + bytes(tmp_path) + b"/\xff.h5"], capture_output=True)
+    assert r.returncode != 0
+    assert b"byte 0xff at position" in r.stderr and b"is not UTF-8" in r.stderr, r.stderr
+    out = bytes(tmp_path) + b"/a\x7fb.h5"
+    r = subprocess.run(base + [b"--set", b"dataset.output=" + out], capture_output=True)
+    assert r.returncode == 0, r.stderr
+    with h5py.File(out, "r") as f:
+        config = f.attrs["config"]
+    config = config.decode() if isinstance(config, bytes) else config
+    assert tomllib.loads(config)["dataset"]["output"] == out.decode()
