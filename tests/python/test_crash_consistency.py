@@ -1,7 +1,8 @@
 """Crash consistency at random points: `kill -9` the command-line program at a seeded random moment and check what
 it leaves behind.
 
-For each command (`attnphys train heat`, `attnphys vmc`, `attnphys heat dataset`, `attnphys dmrg --save`) one
+For each command (`attnphys train heat`, `attnphys vmc`, `attnphys heat dataset`, `attnphys dmrg --save`,
+`attnphys compare --out`) one
 uninterrupted reference run is timed, then a chain of runs is started, each killed with SIGKILL after a delay drawn
 uniformly from [0, 1.1 x the reference time] (random.Random(seed); the delays are reproducible, where the process
 is when the signal lands is not). After every kill:
@@ -13,7 +14,10 @@ is when the signal lands is not). After every kill:
   parameters, sampler chains) and the reported numbers are then bit-identical to the uninterrupted run;
 - the dataset and the MPS file, when present after a kill, are bit-identical to the reference's.
 
-After the successful run no temporary file (".tmp") is left in the output directory.
+After the successful run no temporary file (".tmp") is left in the output directory: h5::Writer removes the
+temporaries that killed writers of the same path left behind (test_stale_temporaries_of_dead_writers_are_removed).
+Known defects outside the files of this test (metrics logs appended to from the checkpoint, numbers of a resume from
+the final checkpoint) are checked too; when one shows up the test reports it and is marked xfail.
 
 CI: ATTNPHYS_CRASH_KILLS (default 3) kills per command, ATTNPHYS_CRASH_SEED (default 22). The longer documented
 run (README, reliability):
@@ -120,6 +124,14 @@ def assert_same_h5(a, b, skip_attrs=SKIP_ATTRS):
         assert np.array_equal(np.asarray(aa[k]), np.asarray(ab[k])), f"attribute {k} differs: {a} vs {b}"
 
 
+def _is_number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
 def check_outputs(files, reference):
     """Every file that exists is complete: HDF5 with the reference's kind and layout, JSON that parses, CSV lines
     with all their fields."""
@@ -139,9 +151,11 @@ def check_outputs(files, reference):
             assert text.endswith("\n"), f"{path}: last line cut"
             lines = text.splitlines()
             width = len(lines[0].split(","))
+            with open(ref) as f:
+                numeric = all(_is_number(x) for x in (f.read().splitlines() or ["", ""])[1].split(","))
             for ln in lines[1:]:
                 assert len(ln.split(",")) == width, f"{path}: incomplete line '{ln}'"
-                [float(x) for x in ln.split(",")]
+                assert not numeric or all(_is_number(x) for x in ln.split(",")), f"{path}: incomplete line '{ln}'"
 
 
 def no_temp_files(directory):
@@ -362,3 +376,41 @@ def test_stale_temporaries_of_dead_writers_are_removed(tmp_path):
     finally:
         alive.kill()
         alive.wait()
+
+
+def test_compare_study_kill(tmp_path):
+    """`attnphys compare --out`: the CSV and markdown tables are each written to a temporary file and renamed; after
+    a kill each is absent or complete, and a completed run's numbers are the uninterrupted run's."""
+    rng = random.Random(SEED + 4)
+    args = [EXE, "compare", "--n", "6", "--models", "tfim", "heisenberg", "--iters", "30", "--samples", "64",
+            "--final-samples", "64", "--dmrg-chi", "2", "4", "--vmc-chi", "2", "--set", "transformer.d_model=8",
+            "--json"]
+    ref = str(tmp_path / "ref")
+    t_ref, _ = run_ok(args + ["--out", ref])
+    run = tmp_path / "run"
+    run.mkdir()
+    out = str(run / "study")
+    tally = Tally("attnphys compare --out")
+
+    def table(path):  # the CSV without its timing columns
+        with open(path) as f:
+            return [ln.split(",")[:-2] for ln in f.read().splitlines()]
+
+    def check_tables():
+        for ext in (".csv", ".md"):
+            if os.path.exists(out + ext):
+                with open(out + ext) as f, open(ref + ext) as g:
+                    got, want = f.read(), g.read()
+                assert got.endswith("\n") and len(got.splitlines()) == len(want.splitlines()), f"{out}{ext} cut"
+        if os.path.exists(out + ".csv"):
+            assert table(out + ".csv") == table(ref + ".csv")
+
+    def verify(got):
+        check_tables()
+        assert os.path.exists(out + ".csv") and os.path.exists(out + ".md")
+        no_temp_files(run)
+
+    kill_chain(tally, rng, t_ref, args + ["--out", out], None, None, [out + ".csv", out + ".md"],
+               [ref + ".csv", ref + ".md"], str(run), verify)
+    check_tables()
+    tally.finish()
