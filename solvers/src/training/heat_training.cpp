@@ -141,6 +141,7 @@ HeatRunConfig HeatRunConfig::main_job() {
   c.model.kind = "conditioned";
   c.model.kernel_heads = 4;
   c.model.kernel_dk = 16;
+  c.model.conditioned_attention = "tiled";  // measured faster here than the saved-probability form (0.15 vs 0.19 s)
   c.train.steps = 1200;
   c.train.batch = 8;
   c.train.max_seconds = 400;
