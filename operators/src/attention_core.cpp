@@ -547,7 +547,7 @@ void run_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, const
   const auto args = [&](auto fn) {
     fn(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), kt, vt, lse.data(), rowdot, nbh, n, np);
   };
-  if (dh == L) args(backward<T, 4, L>);
+  if (dh == L) args(backward<T, 8, L>);
   else if (dh == 2 * L) args(backward<T, 4, 2 * L>);
   else args(backward<T, 2, 4 * L>);
 }
