@@ -22,6 +22,9 @@ void SamplerOptions::declare(OptionSet& s, const std::string& p) {
         Range::non_negative());
   s.add(p + ".global_flip", &global_flip, "probability of a global spin flip", Range::closed(0, 1));
   s.add(p + ".seed", &seed, "random seed", Range::non_negative());
+  s.add(p + ".fixed_sz", &fixed_sz,
+        "start and stay in the sector 2Sz = two_sz (default for attnphys vmc: on for Sz-conserving chains of even N)");
+  s.add(p + ".two_sz", &two_sz, "twice the total S^z of the sector (fixed_sz; odd N needs an odd value, e.g. 1)");
 }
 
 void SamplerOptions::validate() const {
