@@ -152,7 +152,8 @@ def check_outputs(files, reference):
             lines = text.splitlines()
             width = len(lines[0].split(","))
             with open(ref) as f:
-                numeric = all(_is_number(x) for x in (f.read().splitlines() or ["", ""])[1].split(","))
+                ref_lines = f.read().splitlines()
+            numeric = len(ref_lines) > 1 and all(_is_number(x) for x in ref_lines[1].split(","))
             for ln in lines[1:]:
                 assert len(ln.split(",")) == width, f"{path}: incomplete line '{ln}'"
                 assert not numeric or all(_is_number(x) for x in ln.split(",")), f"{path}: incomplete line '{ln}'"
