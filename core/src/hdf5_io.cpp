@@ -329,10 +329,11 @@ Shape Reader::shape(const std::string& name) const {
   // A corrupted file can claim extents whose product wraps around: a reader would then allocate a small buffer for
   // a huge dataset. Refuse shapes of more than 2^59 elements (any element type then fits in 2^62 bytes).
   std::uint64_t n = 1;
-  for (auto d : dims)
+  for (auto d : dims) {
     require(d == 0 || n <= (std::uint64_t(1) << 59) / d, "dataset '", name, "' in '", path_,
             "' claims an impossible shape: the file is corrupted");
-  for (auto d : dims) n *= d;
+    n *= d;
+  }
   return Shape(dims.begin(), dims.end());
 }
 

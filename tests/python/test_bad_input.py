@@ -115,6 +115,15 @@ CASES = [
      "open('t.h5', 'wb').write(d[:len(d) // 2]); Surrogate.load('t.h5')", r"truncated or corrupted"),
     ("Surrogate.load another kind", "heat.write_dataset('d.h5', [8], 1/8, samples=2); Surrogate.load('d.h5')",
      r"is an attnphys heat_dataset, not a heat_surrogate"),
+    # Files attnphys did not write the way it expects (h5py): a list where one value belongs was read into one
+    # value's memory (a buffer overflow) before h5::Reader checked the count.
+    ("list-valued format version", "import h5py; f = h5py.File('l.h5', 'w'); f.attrs['attnphys_kind'] = 'parameters'; "
+     "f.attrs['attnphys_format_version'] = np.array([1, 2, 3], dtype=np.int64); f.close(); "
+     "b = attnphys.ParameterBuffer(); b.add('w', [2]); b.allocate(); b.load('l.h5')",
+     r"attribute 'attnphys_format_version' of 'l.h5' holds 3 values where one is expected"),
+    ("list-valued kind", "import h5py; f = h5py.File('k.h5', 'w'); f.attrs['attnphys_kind'] = ['a', 'b']; "
+     "f.attrs['attnphys_format_version'] = 1; f.close(); Surrogate.load('k.h5')",
+     r"attribute 'attnphys_kind' of 'k.h5' holds 2 values"),
     # attnphys.spin: spins, parameters, couplings, sizes.
     ("Ansatz.log_psi NaN spins", "rbm.log_psi(np.full((2, 4), nan))", r"sigma must hold only \+1 and -1, found nan"),
     ("Ansatz.log_psi spins of 3", "spin.Transformer(4).log_psi(np.full((1, 4), 3.0))", r"found 3"),
