@@ -469,12 +469,20 @@ void read_parameters(const Reader& r, const std::string& group, ParameterBuffer<
   const std::string expected = block_table(p.blocks());
   require(stored == expected, "the parameters in '", r.path(), "' do not fit this model.\nIn the file:\n", stored,
           "The model has:\n", expected, "Build the model with the configuration stored in the file.");
-  Shape s;
-  auto v = r.read<T>(name, &s);
-  p.set_host(v, Slot::Params);
+  // The sizes first: a corrupted file may claim any extent, and reading it whole would allocate that much.
+  auto check_size = [&](const std::string& ds) {
+    const Shape s = r.shape(ds);
+    require(s.size() == 1 && s[0] == std::uint64_t(p.size()), "'", r.path(), "': dataset '", ds, "' holds ",
+            s.size() == 1 ? std::to_string(s[0]) : "a rank-" + std::to_string(s.size()) + " array of", " values but ",
+            "its block table lists ", p.size(), " parameters: the file is corrupted");
+  };
+  check_size(name);
+  p.set_host(r.read<T>(name), Slot::Params);
   if (optimizer_state) {
     require(r.has(group + "/moment1") && r.has(group + "/moment2"), "'", r.path(),
             "' has no optimizer state under '", group, "'");
+    check_size(group + "/moment1");
+    check_size(group + "/moment2");
     p.set_host(r.read<T>(group + "/moment1"), Slot::Moment1);
     p.set_host(r.read<T>(group + "/moment2"), Slot::Moment2);
   }

@@ -124,6 +124,10 @@ CASES = [
     ("list-valued kind", "import h5py; f = h5py.File('k.h5', 'w'); f.attrs['attnphys_kind'] = ['a', 'b']; "
      "f.attrs['attnphys_format_version'] = 1; f.close(); Surrogate.load('k.h5')",
      r"attribute 'attnphys_kind' of 'k.h5' holds 2 values"),
+    ("parameters of another size than their table", "b = attnphys.ParameterBuffer(); b.add('w', [2]); b.allocate(); "
+     "b.save('p.h5'); import h5py; f = h5py.File('p.h5', 'a'); t = f['model/params'].attrs['blocks']; "
+     "del f['model/params']; f['model/params'] = np.zeros(5); f['model/params'].attrs['blocks'] = t; f.close(); "
+     "b.load('p.h5')", r"dataset '/model/params' holds 5 values but its block table lists 2 parameters"),
     # attnphys.spin: spins, parameters, couplings, sizes.
     ("Ansatz.log_psi NaN spins", "rbm.log_psi(np.full((2, 4), nan))", r"sigma must hold only \+1 and -1, found nan"),
     ("Ansatz.log_psi spins of 3", "spin.Transformer(4).log_psi(np.full((1, 4), 3.0))", r"found 3"),
