@@ -4,6 +4,8 @@ Two problem families, each written once by `attnphys heat dataset` and read by b
 nt = 2, split by sample index: [0, n_train) train, then n_val validation, then n_test test):
   a  constant kappa = 1, periodic, 2D 32^2, dt = 25 explicit stability limits h^2/(4 kappa) (the main job's horizon)
   b  log-normal kappa(x) (contrast max/min = 10 per sample), zero Dirichlet sides, 2D 64^2, dt = 0.002
+  m  the main job's family: log-normal kappa(x) (contrast 5), periodic, 2D 32^2, dt = 8 explicit limits of kappa-bar,
+     1200/100/100 samples (ours: the kappa-conditioned attention operator, the CLI's default)
 Gaussian random initial fields (correlation length 0.1). The trivial predictor u(t + dt) = u(t) is reported too.
 
 Ours:  `attnphys train heat --set data.file=... [--set data.channels=kappa]` with the family's settings in
@@ -27,9 +29,9 @@ against numpy 1.x). If neuraloperator does not import over that torch, PyTorch 2
 
 Output: a table on stderr; ONE JSON line last on stdout with, per family, attnphys_rel_l2, fno_rel_l2,
 trivial_rel_l2, parameter counts, step times, inference ms per sample, steps, budget; `ratio` = attnphys_rel_l2 /
-fno_rel_l2 on family b (the variable-kappa family); `machine` = attnphys.machine() plus the peer's torch.
+fno_rel_l2 on family b (the variable-kappa family), `ratio_main` on family m; `machine` = attnphys.machine() plus the peer's torch.
 
-    benchmarks/run operator_vs_fno [--budget 300] [--quick] [--families a,b] [--ours-set key=value ...]
+    benchmarks/run operator_vs_fno [--budget 300] [--quick] [--families a,b,m] [--ours-set key=value ...]
 """
 import argparse
 import json
@@ -46,10 +48,14 @@ FNO_VERSION = "2.0.0"  # neuraloperator; its FNO runs on Debian's torch 1.13 (ch
 # Per family: (a) constant κ is what the coordinate-attention `kernel` model is made for (the CLI's default model,
 # linear in the field, one learned N x N operator per head); (b) variable κ needs attention that depends on the
 # input: the transformer with the κ channel, physics attention.
+# (m) the main job's family (the CLI's defaults: the kappa-conditioned attention operator, batch 8, lr 2e-2).
+# `attnphys train heat` starts from the main job, so (a) and (b) state the batch and learning rate they were run with.
 OURS_DEFAULTS = {
-    "a": ["model.kind=kernel"],
+    "a": ["model.kind=kernel", "train.batch=16", "optimizer.lr=0.03"],
     "b": ["model.kind=transformer", "model.attention=physics", "model.n_slices=32", "model.d_model=64",
-          "model.n_heads=4", "model.n_layers=2", "model.d_ff=128", "optimizer.lr=0.001"],
+          "model.n_heads=4", "model.n_layers=2", "model.d_ff=128", "optimizer.lr=0.001", "train.batch=16"],
+    "m": ["model.kind=conditioned", "model.kernel_heads=4", "model.kernel_dk=16", "train.batch=8",
+          "optimizer.lr=0.02"],
 }
 N_VALIDATIONS = 10
 
@@ -144,12 +150,20 @@ def families(quick, dt_a, dt_b):
     n_train, n_val, n_test = (128, 32, 32) if quick else (1000, 100, 100)
     common = ["problem.dim=2", "ic.kind=grf", "ic.length_scale=0.1", "dataset.nt=2", "dataset.seed=0",
               "dataset.progress=false", f"dataset.samples={n_train + n_val + n_test}"]
+    split_m = (n_train, n_val, n_test) if quick else (1200, 100, 100)  # the main job's split
     return {
         "a": {"name": "constant kappa, periodic, 2D 32^2", "n": 32, "channels": [], "bc": "periodic",
               "delta_t": dt_a,
               "set": common + ["problem.nx=32", "problem.ny=32", "problem.bc=periodic", "problem.kappa=1.0",
                                "family.kappa=constant"],
               "split": (n_train, n_val, n_test)},
+        "m": {"name": "the main job: log-normal kappa (contrast 5), periodic, 2D 32^2", "n": 32, "channels": ["kappa"],
+              "bc": "periodic", "delta_t": 8 * (1.0 / 32) ** 2 / 4,
+              "set": [c for c in common if not c.startswith("dataset.samples=")] +
+                     [f"dataset.samples={sum(split_m)}", "problem.nx=32", "problem.ny=32", "problem.bc=periodic",
+                      "problem.kappa=1.0", "family.kappa=lognormal", "family.kappa_contrast=5",
+                      "family.kappa_length_scale=0.15", "family.source=none", "family.boundary=zero"],
+              "split": split_m},
         "b": {"name": "log-normal kappa (contrast 10), Dirichlet, 2D 64^2", "n": 64, "channels": ["kappa"],
               "bc": "dirichlet", "delta_t": dt_b,
               "set": common + ["problem.nx=64", "problem.ny=64", "problem.bc=dirichlet", "problem.kappa=1.0",
@@ -413,7 +427,7 @@ def main():
     ap.add_argument("--budget", type=float, default=None, help="training seconds per model per family (300; 30 "
                                                                "with --quick)")
     ap.add_argument("--quick", action="store_true", help="small data (128/32/32 samples), 30 s budgets")
-    ap.add_argument("--families", default="a,b")
+    ap.add_argument("--families", default="a,b,m")
     ap.add_argument("--dt-a", type=float, default=25 * (1.0 / 32) ** 2 / 4,
                     help="horizon of family a (25 explicit limits h^2/(4 kappa) on 32^2, the main job's)")
     ap.add_argument("--dt-b", type=float, default=0.002, help="horizon of family b")
@@ -453,7 +467,7 @@ def main():
     results = {}
     for key in [k.strip() for k in args.families.split(",") if k.strip()]:
         if key not in fams:
-            sys.exit(f"unknown family '{key}' (a, b)")
+            sys.exit(f"unknown family '{key}' (a, b, m)")
         fam = fams[key]
         path = os.path.join(args.work, f"family_{key}_{tag}_dt{fam['delta_t']:.6g}.h5")
         log(f"family {key}: {fam['name']}, dt = {fam['delta_t']:.6g}, split {fam['split']}, budget {budget:g} s")
@@ -514,6 +528,7 @@ def main():
                     "load_average_at_end": list(os.getloadavg())})
     out = {"benchmark": "operator_vs_fno", "quick": args.quick, "budget_s": budget, "families": results,
            "ratio": results["b"]["ratio"] if "b" in results else None,
+           "ratio_main": results["m"]["ratio"] if "m" in results else None,
            "peer_env": {k: v for k, v in peer_env.items() if k != "torch_file"}, "machine": machine}
     for key, r in results.items():  # flat copies of the figures the issue's check names
         for k in ("attnphys_rel_l2", "fno_rel_l2", "attnphys_step_s", "fno_step_s"):
