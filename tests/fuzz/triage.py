@@ -23,7 +23,7 @@ FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+")
 
 def classify(binary, path):
     try:
-        r = subprocess.run([binary, "-timeout=5", "-rss_limit_mb=2048", path], capture_output=True, text=True,
+        r = subprocess.run([binary, "-timeout=3", "-rss_limit_mb=2048", path], capture_output=True, text=True,
                            errors="replace", timeout=60)
     except subprocess.TimeoutExpired:
         return "libhdf5?", "hung for 60 s when run alone"
