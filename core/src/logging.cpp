@@ -1,5 +1,7 @@
 #include "attnphys/core/logging.hpp"
 
+#include <cstdlib>
+
 #include <unistd.h>
 
 #include <cmath>
@@ -18,6 +20,58 @@ CsvLogger::CsvLogger(const std::string& path, std::vector<std::string> columns, 
     std::fprintf(f_, "\n");
     std::fflush(f_);
   }
+}
+
+CsvLogger CsvLogger::resume(const std::string& path, std::vector<std::string> columns, double step) {
+  std::vector<std::string> kept;
+  std::vector<double> values;
+  bool same_header = false;
+  if (std::FILE* in = std::fopen(path.c_str(), "r")) {
+    std::string line, header;
+    for (std::size_t i = 0; i < columns.size(); ++i) header += (i ? "," : "") + columns[i];
+    char buf[4096];
+    bool first = true;
+    while (std::fgets(buf, sizeof buf, in)) {
+      line = buf;
+      const bool whole = !line.empty() && line.back() == '\n';  // a line cut by a crash is dropped
+      while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+      if (first) {
+        same_header = line == header;
+        first = false;
+        if (!same_header) break;
+        continue;
+      }
+      if (!whole || line.empty()) continue;
+      std::vector<double> row;
+      const char* c = line.c_str();
+      char* end = nullptr;
+      bool ok = true;
+      for (std::size_t k = 0; k < columns.size() && ok; ++k) {
+        row.push_back(std::strtod(c, &end));
+        ok = end != c && (*end == ',' || (*end == '\0' && k + 1 == columns.size()));
+        c = *end == ',' ? end + 1 : end;
+      }
+      if (!ok || row.size() != columns.size() || !(row[0] <= step)) continue;
+      kept.push_back(line);
+      values.insert(values.end(), row.begin(), row.end());
+    }
+    std::fclose(in);
+  }
+  if (!same_header) return CsvLogger(path, std::move(columns), false);
+  const std::string tmp = path + ".tmp";
+  {
+    std::FILE* out = std::fopen(tmp.c_str(), "w");
+    require(out != nullptr, "cannot write metrics file '", tmp, "': ", std::strerror(errno));
+    for (std::size_t i = 0; i < columns.size(); ++i) std::fprintf(out, "%s%s", i ? "," : "", columns[i].c_str());
+    std::fprintf(out, "\n");
+    for (const auto& l : kept) std::fprintf(out, "%s\n", l.c_str());
+    std::fclose(out);
+  }
+  require(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot replace metrics file '", path, "': ",
+          std::strerror(errno));
+  CsvLogger log(path, std::move(columns), true);
+  log.rows_ = std::move(values);
+  return log;
 }
 
 CsvLogger::~CsvLogger() {

@@ -41,3 +41,30 @@ TEST(Logging, FormatSeconds) {
   EXPECT_EQ(format_seconds(7300), "2h01m");
   EXPECT_EQ(format_seconds(-1), "?");
 }
+
+TEST(CsvLogger, ResumeKeepsTheRowsUpToTheCheckpointAndDropsTheRest) {
+  const std::string path = (std::filesystem::temp_directory_path() / ("attnphys_csv_resume_" +
+                                                                       std::to_string(::getpid()) + ".csv")).string();
+  {
+    attnphys::CsvLogger log(path, {"step", "loss"});
+    for (int s = 1; s <= 5; ++s) log.row({double(s), 1.0 / s});
+  }
+  {
+    std::FILE* f = std::fopen(path.c_str(), "a");  // a row cut by a crash
+    std::fputs("6,0.1", f);
+    std::fclose(f);
+  }
+  {
+    auto log = attnphys::CsvLogger::resume(path, {"step", "loss"}, 3.0);  // checkpoint at step 3
+    ASSERT_EQ(log.rows().size(), 6u);
+    EXPECT_EQ(log.rows()[4], 3.0);
+    log.row({4.0, 0.25});
+  }
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "step,loss\n1,1\n2,0.5\n3,0.3333333333\n4,0.25\n");
+  // Another header: a fresh file.
+  auto other = attnphys::CsvLogger::resume(path, {"iteration", "energy"}, 3.0);
+  EXPECT_TRUE(other.rows().empty());
+  std::filesystem::remove(path);
+}

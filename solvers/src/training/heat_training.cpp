@@ -224,8 +224,11 @@ HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_to
   const long start = state.step;
   CsvLogger csv;
   if (comm.is_root())
-    csv = CsvLogger((fs::path(Tr.out_dir) / "metrics.csv").string(),
-                    {"step", "lr", "train_loss", "grad_norm", "val_rel_l2", "seconds"}, start > 0);
+    csv = start > 0 ? CsvLogger::resume((fs::path(Tr.out_dir) / "metrics.csv").string(),
+                                        {"step", "lr", "train_loss", "grad_norm", "val_rel_l2", "seconds"},
+                                        double(start))
+                    : CsvLogger((fs::path(Tr.out_dir) / "metrics.csv").string(),
+                                {"step", "lr", "train_loss", "grad_norm", "val_rel_l2", "seconds"}, false);
   ProgressBar bar(Tr.steps - start, "train heat", Tr.progress && comm.is_root());
   FitHooks hooks;
   hooks.on_step = [&](const FitStep& s) {

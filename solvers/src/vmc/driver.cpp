@@ -316,7 +316,10 @@ std::vector<VmcStep> VmcDriver<T>::run(long n_iter, CsvLogger* logger, const std
   std::vector<VmcStep> history;
   std::unique_ptr<CsvLogger> own;
   if (!logger && !opt_.log_path.empty() && comm_.is_root()) {
-    own = std::make_unique<CsvLogger>(opt_.log_path, log_columns(), iter_ > 0);
+    // After a restart (iter_ > 0) the log keeps the iterations 0 .. iter_ − 1 of the checkpoint and drops the ones
+    // logged after it, which this run takes again.
+    own = std::make_unique<CsvLogger>(iter_ > 0 ? CsvLogger::resume(opt_.log_path, log_columns(), double(iter_ - 1))
+                                                : CsvLogger(opt_.log_path, log_columns(), false));
     logger = own.get();
   }
   for (long k = 0; k < n_iter; ++k) {

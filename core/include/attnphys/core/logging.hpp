@@ -13,6 +13,10 @@ class CsvLogger {
   CsvLogger() = default;
   // Opens path for writing (append=false truncates) and writes the header unless appending to a non-empty file.
   CsvLogger(const std::string& path, std::vector<std::string> columns, bool append = false);
+  // Continues a log after a restart from a checkpoint taken at `step`: the rows of `path` whose first column is at
+  // most `step` are kept (the file rewritten atomically without the later ones, which the resumed run logs again),
+  // loaded into rows(), and new rows are appended. A missing file, or one with another header, starts afresh.
+  static CsvLogger resume(const std::string& path, std::vector<std::string> columns, double step);
   ~CsvLogger();
   CsvLogger(const CsvLogger&) = delete;
   CsvLogger& operator=(const CsvLogger&) = delete;
