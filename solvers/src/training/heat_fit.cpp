@@ -408,6 +408,7 @@ FitResult fit_heat_surrogate(const HeatSurrogate<T>& model, ParameterBuffer<T>& 
       }
     }
     state.step = step + 1;
+    state.last_loss = loss;
     if (hooks.on_step) {
       FitStep s;
       s.step = step + 1;
@@ -435,7 +436,7 @@ FitResult fit_heat_surrogate(const HeatSurrogate<T>& model, ParameterBuffer<T>& 
   check_ranks_agree(comm, buf, step);
   state.step = step;
   res.steps_done = step;
-  res.final_loss = loss;
+  res.final_loss = state.last_loss;  // that of the checkpoint when a resume had no step left to take
   return res;
 }
 
@@ -535,6 +536,7 @@ void write_heat_checkpoint(const std::string& path, const ParameterBuffer<T>& bu
   w.set_attr("/", "optimizer_steps", optimizer_steps);
   w.set_attr("/", "best_val_rel_l2", state.best_val);
   w.set_attr("/", "bad_evals", state.bad_evals);
+  w.set_attr("/", "last_train_loss", state.last_loss);
   w.set_attr("/", "norm_mean", norm.mean);
   w.set_attr("/", "norm_std", norm.std);
   if (norm.channels() > 0) {  // per extra channel, in order
@@ -676,6 +678,7 @@ std::unique_ptr<HeatModel> HeatModel::load(const std::string& path) {
   m->state_.step = r.attr_long("/", "step");
   m->state_.best_val = r.attr_double("/", "best_val_rel_l2");
   m->state_.bad_evals = r.attr_long("/", "bad_evals");
+  if (r.has_attr("/", "last_train_loss")) m->state_.last_loss = r.attr_double("/", "last_train_loss");
   m->optimizer_steps_ = r.attr_long("/", "optimizer_steps");
   m->trained_ = true;
   return m;

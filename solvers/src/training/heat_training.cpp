@@ -197,6 +197,7 @@ HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_to
     opt.set_steps_taken(r.attr_long("/", "optimizer_steps"));
     state.best_val = r.attr_double("/", "best_val_rel_l2");
     state.bad_evals = r.attr_long("/", "bad_evals");
+    if (r.has_attr("/", "last_train_loss")) state.last_loss = r.attr_double("/", "last_train_loss");
     if (r.has("/best/params")) state.best_params = r.read<T>("/best/params");
     const double mu_c = r.attr_double("/", "norm_mean"), sd_c = r.attr_double("/", "norm_std");
     require(std::abs(mu_c - mu) <= 1e-12 * (1 + std::abs(mu)) && std::abs(sd_c - sigma) <= 1e-12 * sigma,

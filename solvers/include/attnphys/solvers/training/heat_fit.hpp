@@ -52,6 +52,7 @@ struct FitState {
   long step = 0, bad_evals = 0;
   double best_val = INFINITY;
   std::vector<float> best_params;  // empty until a validation ran
+  double last_loss = 0.0;          // training loss of the last step taken (kept in checkpoints)
 };
 
 struct FitHooks {
