@@ -228,3 +228,97 @@ TEST(MetropolisSampler, BurnInOnFreshChainsThenNDiscardContinue) {
   old.sample(x, r, i);
   EXPECT_EQ(old.next_discard(), 7);
 }
+
+namespace {
+// Largest |O − central finite difference| over samples and parameters, relative to the largest |O|.
+double max_fd_error(TransformerAnsatz<double>& psi, const View2<double>& s) {
+  const long B = s.extent(0), P = psi.n_parameters();
+  View2<double> ore("ore", B, P), oim("oim", B, P);
+  psi.log_psi_gradients(s, ore, oim);
+  auto gre = to_host(ore), gim = to_host(oim);
+  const auto theta = psi.parameters().get_host();
+  View1<double> re("re", B), im("im", B);
+  const double h = 1e-5;
+  double worst = 0, scale = 0;
+  for (long k = 0; k < P; ++k)
+    for (long b = 0; b < B; ++b) scale = std::max({scale, std::abs(gre(b, k)), std::abs(gim(b, k))});
+  for (long k = 0; k < P; ++k) {
+    std::vector<double> fr[2], fi[2];
+    for (int side = 0; side < 2; ++side) {
+      auto t = theta;
+      t[k] += side ? h : -h;
+      psi.parameters().set_host(t);
+      psi.log_psi(s, re, im);
+      auto a = to_host(re), c = to_host(im);
+      for (long b = 0; b < B; ++b) {
+        fr[side].push_back(a(b));
+        fi[side].push_back(c(b));
+      }
+    }
+    for (long b = 0; b < B; ++b) {
+      double dim = fi[1][b] - fi[0][b];
+      dim -= 2 * M_PI * std::round(dim / (2 * M_PI));
+      worst = std::max(worst, std::abs((fr[1][b] - fr[0][b]) / (2 * h) - gre(b, k)));
+      worst = std::max(worst, std::abs(dim / (2 * h) - gim(b, k)));
+    }
+  }
+  psi.parameters().set_host(theta);
+  return worst / std::max(scale, 1e-300);
+}
+}  // namespace
+
+TEST(BatchedGradients, MatchFiniteDifferencesForOneFactoredBlock) {
+  // The batched backward (every sample's tokens walked back in one kernel per block, per-sample outer products):
+  // periodic symmetrised patches of 2, an open chain with learned positions and the Marshall sign, single-spin
+  // patches, three heads; gradients in several chunks (chunk_tokens = 40).
+  struct Case {
+    long patch, heads;
+    bool periodic, symmetrize, marshall;
+  };
+  for (const Case& c : {Case{2, 2, true, true, false}, Case{2, 2, false, true, true}, Case{1, 2, true, false, false},
+                        Case{3, 3, true, true, true}}) {
+    auto o = one_block(c.patch);
+    o.n_heads = c.heads;
+    o.d_model = 4 * c.heads;
+    o.symmetrize = c.symmetrize;
+    o.marshall_sign = c.marshall;
+    const int n = c.patch == 3 ? 9 : 8;
+    TransformerAnsatz<double> psi(n, c.periodic, o);
+    perturb(psi.parameters(), 9, 0.1);
+    const double err = max_fd_error(psi, random_spins(5, n, 4));
+    EXPECT_LT(err, 1e-6) << "patch " << c.patch << " heads " << c.heads << " periodic " << c.periodic;
+  }
+}
+
+TEST(BatchedGradients, ChunkedEqualsOnePassAndRowsAreIndependent) {
+  // Gradients in chunks (the last overlapping the one before) equal one pass over the batch to 1e-12; a sample's
+  // row does not depend on the other samples of the batch (row 3 alone equals row 3 of the batch).
+  for (bool periodic : {true, false}) {
+    auto o = one_block(2);
+    TransformerAnsatz<double> chunked(8, periodic, o);
+    o.chunk_tokens = 0;
+    TransformerAnsatz<double> whole(8, periodic, o);
+    perturb(chunked.parameters(), 11, 0.1);
+    whole.parameters().set_host(chunked.parameters().get_host());
+    const auto s = random_spins(13, 8, 21);
+    const long P = whole.n_parameters();
+    View2<double> a_re("a_re", 13, P), a_im("a_im", 13, P), b_re("b_re", 13, P), b_im("b_im", 13, P);
+    chunked.log_psi_gradients(s, a_re, a_im);
+    whole.log_psi_gradients(s, b_re, b_im);
+    View2<double> one("one", 1, 8), c_re("c_re", 1, P), c_im("c_im", 1, P);
+    Kokkos::deep_copy(one, Kokkos::subview(s, std::make_pair(3, 4), Kokkos::ALL()));
+    whole.log_psi_gradients(one, c_re, c_im);
+    auto ha = to_host(a_re), hai = to_host(a_im), hb = to_host(b_re), hbi = to_host(b_im);
+    auto hc = to_host(c_re), hci = to_host(c_im);
+    double w = 0, w1 = 0, scale = 0;
+    for (long b = 0; b < 13; ++b)
+      for (long k = 0; k < P; ++k) {
+        w = std::max({w, std::abs(ha(b, k) - hb(b, k)), std::abs(hai(b, k) - hbi(b, k))});
+        scale = std::max(scale, std::abs(hb(b, k)));
+      }
+    for (long k = 0; k < P; ++k) w1 = std::max({w1, std::abs(hc(0, k) - hb(3, k)), std::abs(hci(0, k) - hbi(3, k))});
+    EXPECT_GT(scale, 1e-3);
+    EXPECT_LT(w, 1e-12 * scale) << "periodic " << periodic;
+    EXPECT_LT(w1, 1e-12 * scale) << "periodic " << periodic;
+  }
+}

@@ -15,6 +15,8 @@ void dsyrk_(const char* uplo, const char* trans, const int* n, const int* k, con
             const int* lda, const double* beta, double* c, const int* ldc);
 void ssyrk_(const char* uplo, const char* trans, const int* n, const int* k, const float* alpha, const float* a,
             const int* lda, const float* beta, float* c, const int* ldc);
+void dtrsv_(const char* uplo, const char* trans, const char* diag, const int* n, const double* a, const int* lda,
+            double* x, const int* incx);
 }
 
 namespace attnphys::vmc {
@@ -42,38 +44,35 @@ void gram(const View2<T>& X, const View2<T>& C, bool gram_rows) {
   }
 }
 
-// Solves (A + shift·I) x = b in place for a symmetric positive semi-definite A held in `a` (n×n, only the upper
-// triangle and the diagonal are read; the storage is overwritten). Cholesky first; when it fails, or its solution
-// does not solve the system, an eigenvalue pseudo-inverse with cut-off rcond·λ_max.
-Eigen::VectorXd spd_solve(double* a, long n, const Eigen::VectorXd& b, double shift, double rcond, bool& pinv) {
+// Solves (A + shift·I) x = b for a symmetric positive semi-definite A held in `a` (n×n column-major; only the
+// upper triangle and the diagonal are read; the storage is overwritten by the Cholesky factor). LAPACK's blocked,
+// threaded Cholesky of the upper triangle in place (as syrk left it: no copy, no transpose) and two BLAS triangular
+// solves. `apply(x)` returns (A + shift·I) x computed from the stacked O (X) itself, which checks the solution; when
+// the factorisation fails or its solution does not solve the system, `refill(a)` writes A again and an eigenvalue
+// pseudo-inverse with cut-off rcond·λ_max takes over.
+template <class Apply, class Refill>
+Eigen::VectorXd spd_solve(double* a, long n, const Eigen::VectorXd& b, double shift, double rcond, bool& pinv,
+                          const Apply& apply, const Refill& refill) {
   Eigen::Map<Eigen::MatrixXd> A(a, n, n);
-  const Eigen::VectorXd diag = A.diagonal().array() + shift;
-  A.diagonal() = diag;
-  auto full_times = [&](const Eigen::VectorXd& x) -> Eigen::VectorXd {  // (upper part + its transpose + diag) x
-    Eigen::VectorXd y = A.triangularView<Eigen::StrictlyUpper>() * x;
-    y.noalias() += A.triangularView<Eigen::StrictlyUpper>().transpose() * x;
-    return y + diag.cwiseProduct(x);
-  };
   pinv = false;
   {
-    // In-place Cholesky of the lower triangle (the strictly upper part stays A's).
-    A.triangularView<Eigen::StrictlyLower>() = A.triangularView<Eigen::StrictlyUpper>().transpose();
-    // LAPACK's blocked, threaded Cholesky (Eigen's LLT is single-threaded and ~4x slower at n ~ 2000).
-    const int nn = int(n);
+    A.diagonal().array() += shift;
+    const int nn = int(n), one = 1;
     int info = 0;
-    const char lower = 'L';
-    dpotrf_(&lower, &nn, A.data(), &nn, &info);
+    const char upper = 'U', trans = 'T', notrans = 'N', nonunit = 'N';
+    dpotrf_(&upper, &nn, A.data(), &nn, &info);
     if (info == 0) {
-      Eigen::VectorXd x = b;
-      A.triangularView<Eigen::Lower>().solveInPlace(x);
-      A.triangularView<Eigen::Lower>().transpose().solveInPlace(x);
-      if (x.allFinite() && (full_times(x) - b).norm() <= 1e-6 * std::max(1e-300, b.norm())) return x;
+      Eigen::VectorXd x = b;  // A = Uᵀ U: Uᵀ z = b, then U x = z
+      dtrsv_(&upper, &trans, &nonunit, &nn, A.data(), &nn, x.data(), &one);
+      dtrsv_(&upper, &notrans, &nonunit, &nn, A.data(), &nn, x.data(), &one);
+      if (x.allFinite() && (apply(x) - b).norm() <= 1e-6 * std::max(1e-300, b.norm())) return x;
     }
   }
   pinv = true;
-  Eigen::MatrixXd F = A.triangularView<Eigen::StrictlyUpper>();
+  refill(a);
+  Eigen::MatrixXd F = A.triangularView<Eigen::Upper>();
   F.triangularView<Eigen::StrictlyLower>() = A.triangularView<Eigen::StrictlyUpper>().transpose();
-  F.diagonal() = diag;
+  F.diagonal().array() += shift;
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(F);
   const Eigen::VectorXd w = es.eigenvalues();
   const double cut = rcond * std::max(std::abs(w.maxCoeff()), 1e-300);
@@ -205,29 +204,51 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
     }
   }
 
+  // (K + shift) v for the kernel of the chosen form, from X: pxp K = XᵀX (v [P]), minsr K = XXᵀ (v [2M]).
+  const bool pxp = info.form == "pxp";
+  const long n_sys = pxp ? P : 2 * M;
+  const View2<T> in = pxp ? work.D : work.y, mid = pxp ? work.y : work.D;
+  auto to_view = [](const Eigen::VectorXd& x, const View2<T>& v) {
+    auto h = Kokkos::create_mirror_view(v);
+    for (long i = 0; i < long(x.size()); ++i) h(i, 0) = T(x[i]);
+    Kokkos::deep_copy(v, h);
+  };
+  auto from_view = [](const View2<T>& v, long n) {
+    auto h = to_host(v);
+    Eigen::VectorXd x(n);
+    for (long i = 0; i < n; ++i) x[i] = double(h(i, 0));
+    return x;
+  };
+  auto apply = [&](const Eigen::VectorXd& x) -> Eigen::VectorXd {
+    to_view(x, in);
+    if (pxp) {
+      gemm('N', 'N', T(1), X, in, T(0), mid);  // X v [2M]
+      gemm('T', 'N', T(1), X, mid, T(0), in);  // Xᵀ X v [P]
+    } else {
+      gemm('T', 'N', T(1), X, in, T(0), mid);  // Xᵀ v [P]
+      gemm('N', 'N', T(1), X, mid, T(0), in);  // X Xᵀ v [2M]
+    }
+    return from_view(in, n_sys) + diag_shift * x;
+  };
+  std::vector<double> own, own2;
+  auto refill = [&](double* a) {  // the pseudo-inverse's fallback needs the kernel that the factorisation replaced
+    gram<T>(X, work.K, !pxp);
+    const double* k = host_square(work.K, own2);
+    if (k != a) std::copy(k, k + n_sys * n_sys, a);
+  };
+  gram<T>(X, work.K, !pxp);
+  const Eigen::VectorXd rhs = pxp ? from_view(F, P) : from_view(eps, 2 * M);
+  double* a = host_square(work.K, own);
+  const Eigen::VectorXd sol = spd_solve(a, n_sys, rhs, diag_shift, rcond, info.used_pinv, apply, refill);
   Eigen::VectorXd d;
-  if (info.form == "pxp") {
-    gram<T>(X, work.K, false);
-    auto hf = to_host(F);
-    Eigen::VectorXd f(P);
-    for (long k = 0; k < P; ++k) f[k] = double(hf(k, 0));
-    std::vector<double> own;
-    d = spd_solve(host_square(work.K, own), P, f, diag_shift, rcond, info.used_pinv);
-  } else {
-    const auto y = work.y, D = work.D;
-    gram<T>(X, work.K, true);
-    auto he = to_host(eps);
-    Eigen::VectorXd e(2 * M);
-    for (long m = 0; m < 2 * M; ++m) e[m] = double(he(m, 0));
-    std::vector<double> own;
-    const Eigen::VectorXd yy = spd_solve(host_square(work.K, own), 2 * M, e, diag_shift, rcond, info.used_pinv);
-    auto hy = Kokkos::create_mirror_view(y);
-    for (long m = 0; m < 2 * M; ++m) hy(m, 0) = T(yy[m]);
-    Kokkos::deep_copy(y, hy);
-    gemm('T', 'N', T(1), X, y, T(0), D);
-    auto hd = to_host(D);
-    d.resize(P);
-    for (long k = 0; k < P; ++k) d[k] = double(hd(k, 0));
+  if (pxp) {
+    d = sol;
+  } else {  // δ = Xᵀ y (the check already left it in D when the Cholesky solution was taken)
+    if (info.used_pinv) {
+      to_view(sol, work.y);
+      gemm('T', 'N', T(1), X, work.y, T(0), work.D);
+    }
+    d = from_view(work.D, P);
   }
   require(d.allFinite(), "SR produced a non-finite update: raise the diagonal shift or lower the learning rate");
   auto hd = Kokkos::create_mirror_view(delta);

@@ -234,22 +234,8 @@ void TransformerAnsatz<T>::log_psi(const View2<const T>& sigma, const View1<T>& 
 }
 
 template <class T>
-void TransformerAnsatz<T>::log_psi_gradients(const View2<const T>& sigma, const View2<T>& o_re, const View2<T>& o_im) {
-  ScopedRegion region("attnphys::vit_gradients");
-  const long B = sigma.extent(0), P = params_.size(), S = shifts_, np = np_, d = d_, K = k_;
-  require(o_re.extent(0) == std::size_t(B) && o_re.extent(1) == std::size_t(P) && o_im.extent(0) == std::size_t(B) &&
-              o_im.extent(1) == std::size_t(P),
-          "transformer gradients: outputs must be [", B, ", ", P, "]");
-  if (B == 0) return;
-  make_tokens(sigma);
-  const long rows = B * S;
-  View1<T> re("attnphys::vit_re", B), im("attnphys::vit_im", B);
-  enc_.forward(y_, cache_, tokens_, rows, np_, params_);
-  readout(rows);
-  combine(B, re, im);
-  Kokkos::deep_copy(o_re, T(0));
-  Kokkos::deep_copy(o_im, T(0));
-
+void TransformerAnsatz<T>::readout_gradients(long lo, long count, const View2<T>& o_re, const View2<T>& o_im) {
+  const long B = count, S = shifts_, d = d_, K = k_, rows = count * S;
   // Readout: ∂ lp/∂c_k = t_k, ∂ lp/∂W_kj = t_k z_j (imaginary parts: times i); g_j = ∂ lp/∂z_j = Σ_k t_k W_kj.
   if (g_re_.extent(0) != std::size_t(rows)) {
     g_re_ = View2<T>("attnphys::vit_g_re", rows, d);
@@ -278,10 +264,11 @@ void TransformerAnsatz<T>::log_psi_gradients(const View2<const T>& sigma, const 
           ar += double(wr(r)) * double(tr(r, k)) - double(wi(r)) * double(ti(r, k));
           ai += double(wr(r)) * double(ti(r, k)) + double(wi(r)) * double(tr(r, k));
         }
-        o_re(b, o_cr + k) = T(ar);
-        o_im(b, o_cr + k) = T(ai);
-        o_re(b, o_ci + k) = T(-ai);
-        o_im(b, o_ci + k) = T(ar);
+        const long ob = lo + b;
+        o_re(ob, o_cr + k) = T(ar);
+        o_im(ob, o_cr + k) = T(ai);
+        o_re(ob, o_ci + k) = T(-ai);
+        o_im(ob, o_ci + k) = T(ar);
         for (long j = 0; j < d; ++j) {
           double br = 0, bi = 0;
           for (long s = 0; s < S; ++s) {
@@ -290,10 +277,10 @@ void TransformerAnsatz<T>::log_psi_gradients(const View2<const T>& sigma, const 
             br += (double(wr(r)) * double(tr(r, k)) - double(wi(r)) * double(ti(r, k))) * zr;
             bi += (double(wr(r)) * double(ti(r, k)) + double(wi(r)) * double(tr(r, k))) * zr;
           }
-          o_re(b, o_wr + k * d + j) = T(br);
-          o_im(b, o_wr + k * d + j) = T(bi);
-          o_re(b, o_wi + k * d + j) = T(-bi);
-          o_im(b, o_wi + k * d + j) = T(br);
+          o_re(ob, o_wr + k * d + j) = T(br);
+          o_im(ob, o_wr + k * d + j) = T(bi);
+          o_re(ob, o_wi + k * d + j) = T(-bi);
+          o_im(ob, o_wi + k * d + j) = T(br);
         }
       });
   Kokkos::parallel_for(
@@ -307,9 +294,299 @@ void TransformerAnsatz<T>::log_psi_gradients(const View2<const T>& sigma, const 
         gr(r, j) = T(a);
         gi(r, j) = T(c);
       });
+}
 
-  // Encoder: per row, one forward and two backward passes (cotangents Re g and Im g on every token), each
-  // accumulated into O with the shift weight: O += w · (J_re + i J_im).
+namespace {
+template <class T>
+void grow2(View2<T>& v, long a, long b, const char* name) {
+  if (long(v.extent(0)) != a || long(v.extent(1)) != b)
+    v = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(name)), a, b);
+}
+
+// Pre-LN layer norm backward of one token, y = x̂ γ + β with x̂ = (x − μ) rstd: dx += rstd (dŷ − mean dŷ − x̂ mean(dŷ x̂))
+// with dŷ = dy γ; the sample's γ and β gradients (og, ob: its row of O at the blocks' offsets) +=.
+template <class T>
+KOKKOS_INLINE_FUNCTION void ln_backward_token(T* dx, T* og, T* ob, const T* dy, const T* x, T mu, T rs, const T* gam,
+                                              long d) {
+  T m1 = 0, m2 = 0;
+  for (long i = 0; i < d; ++i) {
+    const T xh = (x[i] - mu) * rs, dyh = dy[i] * gam[i];
+    m1 += dyh;
+    m2 += dyh * xh;
+    og[i] += dy[i] * xh;
+    ob[i] += dy[i];
+  }
+  m1 /= T(d);
+  m2 /= T(d);
+  for (long i = 0; i < d; ++i) {
+    const T xh = (x[i] - mu) * rs;
+    dx[i] += rs * (dy[i] * gam[i] - m1 - xh * m2);
+  }
+}
+
+// Linear layer y = x wᵀ + b, w [out, in], backward for one token: the sample's gradients ow[o, i] += dy_o x_i and
+// ob[o] += dy_o; dx[i] = Σ_o dy_o w[o, i] (dx may be null).
+template <class T>
+KOKKOS_INLINE_FUNCTION void linear_backward_token(T* dx, T* ow, T* ob, const T* dy, const T* x, const T* w, long out,
+                                                  long in) {
+  if (dx)
+    for (long i = 0; i < in; ++i) dx[i] = T(0);
+  for (long o = 0; o < out; ++o) {
+    const T g = dy[o];
+    ob[o] += g;
+    T* orow = ow + o * in;
+#pragma GCC ivdep
+    for (long i = 0; i < in; ++i) orow[i] += g * x[i];
+    if (dx) {
+      const T* wrow = w + o * in;
+#pragma GCC ivdep
+      for (long i = 0; i < in; ++i) dx[i] += g * wrow[i];
+    }
+  }
+}
+
+// Everything one factored block's batched backward reads: parameters, their offsets in a row of O, activations.
+template <class T>
+struct FactoredBlockBackward {
+  const T *g1, *Wv, *Wo, *alpha, *g2, *W1, *W2;
+  long o_g1, o_b1, o_Wv, o_bv, o_Wo, o_bo, o_alpha, o_g2, o_b2, o_W1, o_bl1, o_W2, o_bl2;
+  const T *x, *h1, *mean1, *rstd1, *v, *merged, *x1, *mean2, *rstd2, *h2, *g, *gp;
+  long table;
+};
+}  // namespace
+
+template <class T>
+void TransformerAnsatz<T>::gradients_chunk(const View2<const T>& sigma, long lo, long count, const View2<T>& o_re,
+                                           const View2<T>& o_im) {
+  const long S = shifts_, np = np_, d = d_, n = n_, rows = count * S, tokens = rows * np;
+  const auto sub = View2<const T>(sigma.data() + lo * n, count, n);
+  make_tokens(sub);
+  enc_.forward(y_, grad_cache_, tokens_, rows, np, params_);
+  readout(rows);
+  View1<T> re(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::vit_re")), count),
+      im(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::vit_im")), count);
+  combine(count, re, im);
+  readout_gradients(lo, count, o_re, o_im);
+
+  const auto& eo = enc_.options();
+  const long L = eo.n_layers, dff = eo.ff_width(), H = eo.n_heads, dh = d / H, bp = opt_.patch_size;
+  const long off = enc_.param_offset(), cnt = enc_.num_parameters();
+  grow2(bw_res_, 2 * tokens, d, "attnphys::vit_bw_res");
+  grow2(bw_dh_, 2 * tokens, d, "attnphys::vit_bw_dh");
+  grow2(bw_dv_, 2 * tokens, d, "attnphys::vit_bw_dv");
+  grow2(bw_dg_, 2 * tokens, dff, "attnphys::vit_bw_dg");
+  grow2(bw_gp_, tokens, dff, "attnphys::vit_bw_gp");
+  if (long(bw_ones_.extent(0)) != tokens || long(bw_ones_.extent(1)) != dff) {
+    bw_ones_ = View2<T>("attnphys::vit_bw_ones", tokens, dff);
+    Kokkos::deep_copy(bw_ones_, T(1));
+  }
+  T* const Rb = bw_res_.data();
+  T* const DHb = bw_dh_.data();
+  T* const DVb = bw_dv_.data();
+  T* const DGb = bw_dg_.data();
+  T* const ore = o_re.data();
+  T* const oim = o_im.data();
+  const long ld_o = long(o_re.stride(0)), ld_i = long(o_im.stride(0));
+  const auto gr = g_re_, gi = g_im_;
+  const auto wr = w_re_, wi = w_im_;
+  const long per = S * np;
+
+  // Final norm: the cotangent of every token of row r is c_r = w_r g_r (complex; part 0 its real, part 1 its
+  // imaginary part), through the final LayerNorm into the residual stream R. The sample's encoder entries start at 0.
+  {
+    const bool fnorm = eo.final_norm;
+    const T* a = grad_cache_.acts[L].data();
+    const T* mu = fnorm ? grad_cache_.norm_mean.data() : nullptr;
+    const T* rs = fnorm ? grad_cache_.norm_rstd.data() : nullptr;
+    const T* gam = fnorm ? params_.view1("encoder.norm.weight").data() : nullptr;
+    const long o_g = fnorm ? params_.block("encoder.norm.weight").offset : 0;
+    const long o_b = fnorm ? params_.block("encoder.norm.bias").offset : 0;
+    Kokkos::parallel_for(
+        "attnphys::vit_bw_final", Kokkos::RangePolicy<ExecSpace>(0, count), KOKKOS_LAMBDA(const long b) {
+          for (int part = 0; part < 2; ++part) {
+            T* orow = part == 0 ? ore + (lo + b) * ld_o : oim + (lo + b) * ld_i;
+            for (long q = 0; q < cnt; ++q) orow[off + q] = T(0);
+            for (long s = 0; s < S; ++s) {
+              const long r = b * S + s;
+              T c[64];  // d_model <= 64 (checked below)
+              for (long j = 0; j < d; ++j)
+                c[j] = part == 0 ? wr(r) * gr(r, j) - wi(r) * gi(r, j) : wr(r) * gi(r, j) + wi(r) * gr(r, j);
+              for (long p = 0; p < np; ++p) {
+                const long t = r * np + p;
+                T* R = Rb + (part * tokens + t) * d;
+                if (fnorm) {
+                  for (long j = 0; j < d; ++j) R[j] = T(0);
+                  ln_backward_token<T>(R, orow + o_g, orow + o_b, c, a + t * d, mu[t], rs[t], gam, d);
+                } else {
+                  for (long j = 0; j < d; ++j) R[j] = c[j];
+                }
+              }
+            }
+          }
+        });
+  }
+
+  // Blocks, last to first: R holds dL/d(block output) on entry and dL/d(block input) on exit.
+  for (long l = L - 1; l >= 0; --l) {
+    const std::string pre = "encoder.layers." + std::to_string(l) + ".";
+    const auto& bc = grad_cache_.blocks.at(l);
+    ops::gelu_backward<T>(bw_gp_, bw_ones_, bc.f);  // gelu'(f) on every token (vectorised erf)
+    FactoredBlockBackward<T> k;
+    auto ptr = [&](const char* name) { return params_.view1(pre + name).data(); };
+    auto offs = [&](const char* name) { return params_.block(pre + name).offset; };
+    k.g1 = ptr("norm1.weight");
+    k.Wv = ptr("self_attn.v_proj.weight");
+    k.Wo = ptr("self_attn.out_proj.weight");
+    k.alpha = ptr("self_attn.alpha");
+    k.g2 = ptr("norm2.weight");
+    k.W1 = ptr("linear1.weight");
+    k.W2 = ptr("linear2.weight");
+    k.o_g1 = offs("norm1.weight");
+    k.o_b1 = offs("norm1.bias");
+    k.o_Wv = offs("self_attn.v_proj.weight");
+    k.o_bv = offs("self_attn.v_proj.bias");
+    k.o_Wo = offs("self_attn.out_proj.weight");
+    k.o_bo = offs("self_attn.out_proj.bias");
+    k.o_alpha = offs("self_attn.alpha");
+    k.o_g2 = offs("norm2.weight");
+    k.o_b2 = offs("norm2.bias");
+    k.o_W1 = offs("linear1.weight");
+    k.o_bl1 = offs("linear1.bias");
+    k.o_W2 = offs("linear2.weight");
+    k.o_bl2 = offs("linear2.bias");
+    k.x = grad_cache_.acts[l].data();
+    k.h1 = bc.h1.data();
+    k.mean1 = bc.mean1.data();
+    k.rstd1 = bc.rstd1.data();
+    k.v = bc.attn.proj.data();
+    k.merged = bc.attn.merged.data();
+    k.x1 = bc.x1.data();
+    k.mean2 = bc.mean2.data();
+    k.rstd2 = bc.rstd2.data();
+    k.h2 = bc.h2.data();
+    k.g = bc.g.data();
+    k.gp = bw_gp_.data();
+    k.table = params_.block(pre + "self_attn.alpha").shape.at(1);
+    require(long(bc.attn.proj.extent(0)) == tokens && long(bc.attn.proj.extent(1)) == d &&
+                long(bc.attn.merged.extent(0)) == tokens,
+            "transformer gradients: the factored attention cache has an unexpected layout");
+    const bool periodic = periodic_;
+    const long max_len = eo.max_len;
+    Kokkos::parallel_for(
+        "attnphys::vit_bw_block", Kokkos::RangePolicy<ExecSpace>(0, count), KOKKOS_LAMBDA(const long b) {
+          for (int part = 0; part < 2; ++part) {
+            T* orow = part == 0 ? ore + (lo + b) * ld_o : oim + (lo + b) * ld_i;
+            const long t0 = b * per;
+            T* R = Rb + (part * tokens + t0) * d;
+            T* DH = DHb + (part * tokens + t0) * d;
+            T* DV = DVb + (part * tokens + t0) * d;
+            T* DG = DGb + (part * tokens + t0) * dff;
+            // Feed-forward: y = x1 + W2 gelu(W1 h2 + b1) + b2, h2 = norm2(x1).
+            for (long t = 0; t < per; ++t) {
+              const long gt = t0 + t;
+              T* dg = DG + t * dff;
+              linear_backward_token<T>(dg, orow + k.o_W2, orow + k.o_bl2, R + t * d, k.g + gt * dff, k.W2, d, dff);
+              const T* gp = k.gp + gt * dff;
+#pragma GCC ivdep
+              for (long i = 0; i < dff; ++i) dg[i] *= gp[i];
+              linear_backward_token<T>(DH + t * d, orow + k.o_W1, orow + k.o_bl1, dg, k.h2 + gt * d, k.W1, dff, d);
+              ln_backward_token<T>(R + t * d, orow + k.o_g2, orow + k.o_b2, DH + t * d, k.x1 + gt * d, k.mean2[gt],
+                                   k.rstd2[gt], k.g2, d);
+            }
+            // Attention: x1 = x + Wo merged + bo, merged_h(t) = Σ_j α_h(t − j) v_h(j), v = Wv h1 + bv, h1 = norm1(x).
+            for (long t = 0; t < per; ++t)
+              linear_backward_token<T>(DH + t * d, orow + k.o_Wo, orow + k.o_bo, R + t * d, k.merged + (t0 + t) * d,
+                                       k.Wo, d, d);
+            for (long s = 0; s < S; ++s) {
+              const long rt = s * np;  // the row's first token within the sample
+              for (long j = 0; j < np; ++j) {
+                T* dv = DV + (rt + j) * d;
+                for (long i = 0; i < d; ++i) dv[i] = T(0);
+                const T* vj = k.v + (t0 + rt + j) * d;
+                for (long t = 0; t < np; ++t) {
+                  const T* dm = DH + (rt + t) * d;
+                  const long ri = ops::relative_index(t, j, np, max_len, periodic);
+                  for (long h = 0; h < H; ++h) {
+                    const T a = k.alpha[h * k.table + ri];
+                    T dot = 0;
+                    for (long e = h * dh; e < (h + 1) * dh; ++e) {
+                      dv[e] += a * dm[e];
+                      dot += dm[e] * vj[e];
+                    }
+                    orow[k.o_alpha + h * k.table + ri] += dot;
+                  }
+                }
+              }
+            }
+            for (long t = 0; t < per; ++t) {
+              const long gt = t0 + t;
+              linear_backward_token<T>(DH + t * d, orow + k.o_Wv, orow + k.o_bv, DV + t * d, k.h1 + gt * d, k.Wv, d,
+                                       d);
+              ln_backward_token<T>(R + t * d, orow + k.o_g1, orow + k.o_b1, DH + t * d, k.x + gt * d, k.mean1[gt],
+                                   k.rstd1[gt], k.g1, d);
+            }
+          }
+        });
+  }
+
+  // Input: x0 = We token + be (+ pos_embed at the token's patch).
+  {
+    const bool pos = eo.positional == "learned";
+    const long o_We = params_.block("encoder.embed.weight").offset, o_be = params_.block("encoder.embed.bias").offset;
+    const long o_pe = pos ? params_.block("encoder.pos_embed").offset : 0;
+    const T* tok = tokens_.data();
+    Kokkos::parallel_for(
+        "attnphys::vit_bw_embed", Kokkos::RangePolicy<ExecSpace>(0, count), KOKKOS_LAMBDA(const long b) {
+          for (int part = 0; part < 2; ++part) {
+            T* orow = part == 0 ? ore + (lo + b) * ld_o : oim + (lo + b) * ld_i;
+            const long t0 = b * per;
+            const T* R = Rb + (part * tokens + t0) * d;
+            for (long t = 0; t < per; ++t) {
+              linear_backward_token<T>(static_cast<T*>(nullptr), orow + o_We, orow + o_be, R + t * d,
+                                       tok + (t0 + t) * bp, static_cast<const T*>(nullptr), d, bp);
+              if (pos) {
+                T* pe = orow + o_pe + (t % np) * d;
+                for (long i = 0; i < d; ++i) pe[i] += R[t * d + i];
+              }
+            }
+          }
+        });
+  }
+}
+
+template <class T>
+void TransformerAnsatz<T>::log_psi_gradients(const View2<const T>& sigma, const View2<T>& o_re, const View2<T>& o_im) {
+  ScopedRegion region("attnphys::vit_gradients");
+  const long B = sigma.extent(0), P = params_.size(), S = shifts_, np = np_, d = d_;
+  require(o_re.extent(0) == std::size_t(B) && o_re.extent(1) == std::size_t(P) && o_im.extent(0) == std::size_t(B) &&
+              o_im.extent(1) == std::size_t(P),
+          "transformer gradients: outputs must be [", B, ", ", P, "]");
+  if (B == 0) return;
+  require(sigma.extent(1) == std::size_t(n_), "transformer ansatz: sigma has ", sigma.extent(1), " sites, expected ",
+          n_);
+  if (batched_gradients()) {
+    require(d <= 64, "transformer gradients: the batched backward supports d_model <= 64, got ", d);
+    // Chunks of about 4 chunk_tokens tokens (the activations of a chunk stay in cache between the forward and the
+    // backward kernels), all of one size; the last overlaps the one before (its rows are written again, equal).
+    const long per_config = S * np;
+    const long chunk =
+        opt_.chunk_tokens > 0 ? std::min(B, std::max(1L, 4 * opt_.chunk_tokens / per_config)) : B;
+    for (long b0 = 0; b0 < B; b0 += chunk) gradients_chunk(sigma, std::min(b0, B - chunk), chunk, o_re, o_im);
+    return;
+  }
+  make_tokens(sigma);
+  const long rows = B * S;
+  View1<T> re("attnphys::vit_re", B), im("attnphys::vit_im", B);
+  enc_.forward(y_, cache_, tokens_, rows, np_, params_);
+  readout(rows);
+  combine(B, re, im);
+  Kokkos::deep_copy(o_re, T(0));
+  Kokkos::deep_copy(o_im, T(0));
+  readout_gradients(0, B, o_re, o_im);
+  const auto gr = g_re_, gi = g_im_;
+
+  // Encoder (dense attention): per row, one forward and two backward passes (cotangents Re g and Im g on every
+  // token), each accumulated into O with the shift weight: O += w · (J_re + i J_im).
   const long off = enc_.param_offset(), cnt = enc_.num_parameters();
   auto grads = Kokkos::subview(params_.grads(), std::make_pair(off, off + cnt));
   View1<T> saved("attnphys::vit_saved_grads", cnt);

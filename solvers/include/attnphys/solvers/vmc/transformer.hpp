@@ -14,8 +14,12 @@
 //   marshall_sign  ψ(σ) ← (−1)^{number of up spins on the even sublattice} ψ(σ), the sign structure of bipartite
 //                  antiferromagnets (Heisenberg; J1-J2 approximately, exactly at the Majumdar-Ghosh point).
 //
-// Gradients O_k = ∂ log ψ / ∂θ_k are exact: the readout's by hand, the encoder's by one forward and two backward
-// passes per sample (cotangents Re and Im of ∂ log ψ / ∂z), no autograd tape.
+// Gradients O_k = ∂ log ψ / ∂θ_k are exact: the readout's by hand, the encoder's by one batched backward (factored
+// attention, any number of blocks): the batch runs forward in chunks of configurations, then per chunk one kernel
+// per block walks every sample's tokens back with the two cotangents Re and Im of w_s ∂ log ψ_s / ∂z (w_s the shift
+// weights) and accumulates that sample's parameter gradients straight into its row of O (per-sample outer products
+// instead of one summed weight gradient); no autograd tape, no loop over samples on the host. Dense attention keeps
+// one forward and two backward passes of the encoder per configuration and shift.
 #include <cstdint>
 #include <string>
 
@@ -78,6 +82,12 @@ class TransformerAnsatz final : public LogPsiModel<T>, public IncrementalLogPsi<
   void make_tokens(const View2<const T>& sigma);            // tokens_ [B*S*Np, b] for the S shifts
   void readout(long rows);                                  // z_ → per-shift log ψ (lp_re_, lp_im_)
   void combine(long batch, const View1<T>& re, const View1<T>& im);  // shifts → log ψ, weights w_
+  // After readout + combine of configurations [lo, lo + count): the readout's entries of O (=) and g_ = ∂ lp/∂z.
+  void readout_gradients(long lo, long count, const View2<T>& o_re, const View2<T>& o_im);
+  // Batched per-sample encoder gradients of configurations [lo, lo + count) of sigma (factored attention): forward
+  // into grad_cache_, readout, then the backward kernels; writes rows lo .. lo + count - 1 of O (=).
+  void gradients_chunk(const View2<const T>& sigma, long lo, long count, const View2<T>& o_re, const View2<T>& o_im);
+  bool batched_gradients() const { return opt_.attention == "factored"; }
 
  private:
   int n_;
@@ -86,7 +96,8 @@ class TransformerAnsatz final : public LogPsiModel<T>, public IncrementalLogPsi<
   long np_, shifts_, d_, k_;
   ops::Encoder<T> enc_;
   ParameterBuffer<T> params_;
-  ops::EncoderCache<T> cache_, one_cache_;
+  ops::EncoderCache<T> cache_, one_cache_, grad_cache_;
+  View2<T> bw_res_, bw_dh_, bw_dv_, bw_dg_, bw_gp_, bw_ones_;  // batched backward: [2 tokens, d] / [tokens, d_ff]
   View2<T> tokens_, y_, z_, theta_re_, theta_im_, g_re_, g_im_, dy_, sub_re_, sub_im_;
   View1<T> lp_re_, lp_im_, w_re_, w_im_;
   // Incremental evaluation: reference configurations and x1; the last call's configurations, parents and x1.
