@@ -1,118 +1,101 @@
 // attnphys dmrg: ground state of a spin chain by two-site DMRG (same model flags as `attnphys ed`).
-#include <chrono>
+//
+// Precedence: the config file, then --set, then the explicit flags (--chi, --n, ...), the later winning; a flag
+// counts as explicitly set, like --set.
+#include <iomanip>
+#include <sstream>
 
 #include "attnphys/core/logging.hpp"
-#include "attnphys/solvers/mps/dmrg.hpp"
-#include "attnphys/solvers/mps/observables.hpp"
-#include "attnphys/solvers/mps/u1.hpp"
+#include "attnphys/solvers/mps/run.hpp"
 #include "chain_flags.hpp"
 #include "cli_common.hpp"
 
 namespace attnphys::cli {
 
 namespace {
-struct DmrgCliOptions {
-  int chi = 100;
-  int sweeps = 12;
-  double cutoff = 1e-12;
-  double noise = 1e-5;
-  int niter = 4;
-  std::string save;
-  std::string symmetry = "auto";
-  bool variance = true;
-  void declare(OptionSet& s) {
-    s.add("dmrg.chi", &chi, "largest bond dimension", Range::at_least(1));
-    s.add("dmrg.sweeps", &sweeps, "maximum number of sweeps", Range::at_least(1));
-    s.add("dmrg.cutoff", &cutoff, "discarded weight allowed per bond", Range::non_negative());
-    s.add("dmrg.noise", &noise, "initial density-matrix noise (fades once the bond dimension is reached)",
-          Range::non_negative());
-    s.add("dmrg.niter", &niter, "Davidson iterations per bond (only with dmrg.davidson_adaptive=false)",
-          Range::at_least(1));
-    s.add("dmrg.symmetry", &symmetry,
-          "auto: U(1) block-sparse DMRG when the model conserves Sz (heisenberg, xxz, j1j2), dense otherwise; "
-          "u1; none (dense)",
-          {"auto", "u1", "none"});
-    s.add("dmrg.save", &save, "write the final MPS to this HDF5 file");
-    s.add("dmrg.variance", &variance, "also compute <H^2> - <H>^2");
-  }
+// The values the flags were given; only those present on the command line become overrides.
+struct DmrgFlags {
+  spin::ChainModel model;
+  int chi = 0, sweeps = 0, niter = 0;
+  double cutoff = 0, noise = 0;
+  std::string symmetry, save;
 };
+
+// Every digit of a double, so that a flag's value reaches the configuration unrounded.
+std::string exact(double v) {
+  std::ostringstream os;
+  os << std::setprecision(17) << v;
+  return os.str();
+}
+
+// A TOML basic string: any file name survives the round trip through the configuration.
+std::string toml_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == 0x7f) out += "\\u007f";
+    else out += json_escape(std::string(1, c));
+  }
+  return out + "\"";
+}
 }  // namespace
 
 void register_dmrg(CLI::App& app) {
   auto* sub = app.add_subcommand("dmrg", "ground state of a spin chain by two-site DMRG");
   auto flags = std::make_shared<CommonFlags>();
-  auto model = std::make_shared<spin::ChainModel>();
-  auto opt = std::make_shared<DmrgCliOptions>();
-  auto dopt = std::make_shared<mps::DmrgOptions>();
+  auto f = std::make_shared<DmrgFlags>();
   flags->add_to(sub);
-  add_chain_flags(sub, *model);
-  sub->add_option("--chi", opt->chi, "largest bond dimension");
-  sub->add_option("--sweeps", opt->sweeps, "maximum number of sweeps");
-  sub->add_option("--cutoff", opt->cutoff, "discarded weight allowed per bond");
-  sub->add_option("--noise", opt->noise, "initial density-matrix noise");
-  sub->add_option("--niter", opt->niter, "Davidson iterations per bond (with --set dmrg.davidson_adaptive=false)");
-  sub->add_option("--symmetry", opt->symmetry, "auto | u1 | none (same as --set dmrg.symmetry=...)");
-  sub->add_option("--save", opt->save, "write the final MPS to this HDF5 file");
-  sub->callback([flags, model, opt, dopt]() {
+  add_chain_flags(sub, f->model);
+  sub->add_option("--chi", f->chi, "largest bond dimension (dmrg.chi)");
+  sub->add_option("--sweeps", f->sweeps, "maximum number of sweeps (dmrg.sweeps)");
+  sub->add_option("--cutoff", f->cutoff, "discarded weight allowed per bond (dmrg.cutoff)");
+  sub->add_option("--noise", f->noise, "initial density-matrix noise (dmrg.noise)");
+  sub->add_option("--niter", f->niter, "Davidson iterations per bond (with --set dmrg.davidson_adaptive=false)");
+  sub->add_option("--symmetry", f->symmetry, "auto | u1 | none (same as --set dmrg.symmetry=...)");
+  sub->add_option("--save", f->save, "write the final MPS to this HDF5 file (dmrg.save)");
+  sub->callback([sub, flags, f]() {
     OptionSet set;
-    model->declare(set);
-    opt->declare(set);
-    dopt->declare(set);
-    flags->apply(set);
-    model->validate();
+    mps::DmrgRunConfig cfg;
+    cfg.declare(set);
+    flags->apply(set);  // file, then --set
+    std::vector<std::string> over;
+    const spin::ChainModel& c = f->model;
+    if (sub->count("--model")) over.push_back("model.model=" + c.model);
+    if (sub->count("--n")) over.push_back(msg("model.n=", c.n));
+    if (sub->count("--bc")) over.push_back("model.bc=" + c.bc);
+    if (sub->count("--J")) over.push_back("model.J=" + exact(c.J));
+    if (sub->count("--h")) over.push_back("model.h=" + exact(c.h));
+    if (sub->count("--delta")) over.push_back("model.delta=" + exact(c.delta));
+    if (sub->count("--j2")) over.push_back("model.j2=" + exact(c.j2));
+    if (sub->count("--chi")) over.push_back(msg("dmrg.chi=", f->chi));
+    if (sub->count("--sweeps")) over.push_back(msg("dmrg.sweeps=", f->sweeps));
+    if (sub->count("--cutoff")) over.push_back("dmrg.cutoff=" + exact(f->cutoff));
+    if (sub->count("--noise")) over.push_back("dmrg.noise=" + exact(f->noise));
+    if (sub->count("--niter")) over.push_back(msg("dmrg.niter=", f->niter));
+    if (sub->count("--symmetry")) over.push_back("dmrg.symmetry=" + f->symmetry);
+    if (sub->count("--save")) over.push_back("dmrg.save=" + toml_string(f->save));
+    set.set_all(over);  // then the flags: the later wins
+    cfg.resolve();
+
     const bool root = Comm::world().is_root();
-    const mps::Mpo h = mps::chain_mpo(*model);
-    const mps::MpoCharges charges = mps::mpo_charges(h);
-    mps::Symmetry sym = mps::parse_symmetry(opt->symmetry);
-    require(sym != mps::Symmetry::U1 || charges.ok, "dmrg.symmetry=u1: ", model->describe(),
-            " does not conserve Sz (", charges.reason, "); use dmrg.symmetry=none or auto");
-    if (sym == mps::Symmetry::Auto) sym = charges.ok ? mps::Symmetry::U1 : mps::Symmetry::None;
-    const bool u1 = sym == mps::Symmetry::U1;
-    // The critical TFIM ground state is parity-symmetric: start from all spins along +x, the others from Neel.
-    mps::Mps psi = model->model == "tfim" ? mps::Mps::uniform_product(model->n, Eigen::Vector2d(1.0, 1.0))
-                                          : mps::Mps::neel(model->n);
-    mps::QMps qpsi = u1 ? mps::QMps::neel(model->n) : mps::QMps();
-    const mps::Sweeps sweeps = mps::default_sweeps(opt->chi, opt->sweeps, opt->cutoff, opt->noise, opt->niter);
-    ProgressBar bar(sweeps.size(), "dmrg " + model->describe(), root);
-    auto observer = [&](const mps::SweepRecord& rec) {
-      bar.update(rec.sweep, msg("E ", rec.energy, " chi ", rec.max_bond_dimension));
-      return true;
-    };
-    mps::DmrgResult r = u1 ? mps::dmrg(h, qpsi, sweeps, *dopt, observer) : mps::dmrg(h, psi, sweeps, *dopt, observer);
-    bar.finish(msg("E ", r.energy));
-    const auto t0 = std::chrono::steady_clock::now();
-    const double energy = u1 ? mps::expectation(h, qpsi) : mps::expectation(h, psi);
-    const double var = !opt->variance ? 0.0 : u1 ? mps::variance(h, qpsi) : mps::variance(h, psi);
-    const double tv = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (opt->variance) mps::check_variance(r, var, *dopt);
-    if (!r.converged && root)
-      std::cerr << "warning: DMRG did not converge: " << r.convergence_reason << "\n";
-    const double s_mid = r.entropies.empty() ? 0.0 : r.entropies[(model->n - 1) / 2];
-    if (u1 && !opt->save.empty()) psi = qpsi.to_dense_mps();
-    if (!opt->save.empty() && root) mps::save_mps(psi, opt->save, set.to_toml());
+    ProgressBar bar(cfg.sweeps, "dmrg " + cfg.model.describe(), root);
+    const mps::DmrgRunResult r = mps::run_dmrg(
+        cfg,
+        [&](const mps::SweepRecord& rec) {
+          bar.update(rec.sweep, msg("E ", rec.energy, " chi ", rec.max_bond_dimension));
+          return true;
+        },
+        set.to_toml());
+    bar.finish(msg("E ", r.run.energy));
     if (!root) return;
+    if (!r.run.converged) std::cerr << "warning: DMRG did not converge: " << r.run.convergence_reason << "\n";
     if (flags->json) {
-      Json j = Json::object();
-      j.set("model", model->describe());
-      j.set("energy", energy);
-      j.set("variance", opt->variance ? Json(var) : Json());
-      j.set("max_bond_dimension", r.max_bond_dimension);
-      j.set("truncation_error", r.truncation_error);
-      j.set("sweeps", r.sweeps);
-      j.set("converged", r.converged);
-      j.set("convergence_reason", r.converged ? Json() : Json(r.convergence_reason));
-      j.set("energy_change", r.energy_change);
-      j.set("symmetry", mps::symmetry_name(sym));
-      j.set("davidson_products_last_sweep", r.history.back().davidson_products);
-      j.set("seconds", r.seconds);
-      j.set("measure_seconds", tv);
-      j.set("entropy_mid", s_mid);
-      emit_json(j);
+      emit_json(r.to_json());
     } else {
-      std::cout << model->describe() << "\nenergy " << msg(energy) << "  variance " << var << "\nmax bond dimension "
-                << r.max_bond_dimension << "  truncation error " << r.truncation_error << "  sweeps " << r.sweeps
-                << (r.converged ? " (converged)" : "") << "\nentropy (middle bond) " << s_mid << "\nDMRG "
-                << format_seconds(r.seconds) << "\n";
+      std::cout << cfg.model.describe() << "\nenergy " << msg(r.energy) << "  variance "
+                << (r.variance ? msg(*r.variance) : std::string("not computed")) << "\nmax bond dimension "
+                << r.run.max_bond_dimension << "  truncation error " << r.run.truncation_error << "  sweeps "
+                << r.run.sweeps << (r.run.converged ? " (converged)" : "") << "\nentropy (middle bond) "
+                << r.entropy_mid() << "\nDMRG " << format_seconds(r.run.seconds) << "\n";
     }
   });
 }

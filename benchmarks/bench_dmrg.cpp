@@ -18,9 +18,7 @@
 #include "bench_common.hpp"
 #include "attnphys/core/json.hpp"
 #include "attnphys/core/runtime.hpp"
-#include "attnphys/solvers/mps/dmrg.hpp"
-#include "attnphys/solvers/mps/observables.hpp"
-#include "attnphys/solvers/mps/u1.hpp"
+#include "attnphys/solvers/mps/run.hpp"
 
 using namespace attnphys;
 
@@ -40,25 +38,25 @@ double exact_energy(const std::string& model, int n) {
 }
 
 Json run(const std::string& model, bool u1, int n, int chi, double* seconds_out = nullptr) {
-  spin::ChainModel m;
-  m.model = model;
-  m.n = n;
-  m.bc = "open";
-  m.h = 1.0;
-  const mps::Mpo h = mps::chain_mpo(m);
-  const mps::Sweeps sweeps = mps::default_sweeps(chi, 12, 1e-12, 1e-5, 4);
+  // The job attnphys dmrg runs (mps::run_dmrg), without the variance and magnetisation: the time is the sweeps and
+  // the final energy.
+  mps::DmrgRunConfig cfg;
+  cfg.model.model = model;
+  cfg.model.n = n;
+  cfg.model.bc = "open";
+  cfg.model.h = 1.0;
+  cfg.chi = chi;
+  cfg.sweeps = 12;
+  cfg.cutoff = 1e-12;
+  cfg.noise = 1e-5;
+  cfg.niter = 4;
+  cfg.symmetry = u1 ? mps::Symmetry::U1 : mps::Symmetry::None;
+  cfg.variance = false;
+  cfg.magnetization = false;
   const auto t0 = std::chrono::steady_clock::now();
-  mps::DmrgResult r;
-  double e = 0;
-  if (u1) {
-    mps::QMps psi = mps::QMps::neel(n);
-    r = mps::dmrg(h, psi, sweeps);
-    e = mps::expectation(h, psi);
-  } else {
-    mps::Mps psi = model == "tfim" ? mps::Mps::uniform_product(n, Eigen::Vector2d(1.0, 1.0)) : mps::Mps::neel(n);
-    r = mps::dmrg(h, psi, sweeps);
-    e = mps::expectation(h, psi);
-  }
+  const mps::DmrgRunResult res = mps::run_dmrg(cfg);
+  const mps::DmrgResult& r = res.run;
+  const double e = res.energy;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (seconds_out) *seconds_out = seconds;
   const double exact = exact_energy(model, n);
