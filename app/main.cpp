@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "attnphys/core/error.hpp"
@@ -44,6 +45,11 @@ int main(int argc, char** argv) {
       code = app.exit(e);
     } catch (const attnphys::Error& e) {
       std::cerr << "attnphys: error: " << e.what() << std::endl;
+      code = 2;
+    } catch (const std::bad_alloc& e) {
+      // What the resource checks did not foresee (they refuse the known large buffers before a job starts).
+      std::cerr << "attnphys: error: not enough memory for this request (" << e.what()
+                << "): use smaller sizes (grid, batch, samples, chi, sites)" << std::endl;
       code = 2;
     } catch (const std::exception& e) {
       std::cerr << "attnphys: internal error: " << e.what() << std::endl;

@@ -1,5 +1,7 @@
 #include "attnphys/operators/attention.hpp"
 
+#include "attnphys/core/resources.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -96,6 +98,26 @@ void AttentionCache<T>::ensure(AttentionKind kind, const AttentionOptions& opt, 
   const long h = opt.n_heads, d = opt.d_model, dh = opt.head_dim();
   const bool factored = kind == AttentionKind::Factored, galerkin = kind == AttentionKind::Galerkin;
   const bool dense = kind == AttentionKind::Dense, tiled = kind == AttentionKind::Tiled;
+  if (kind != AttentionKind::Physics && (b != batch || n != len)) {
+    // Refuse sizes that cannot fit before any buffer is allocated: the O(B·N·d) activations and gradients of
+    // every kind, and the probabilities [B·H, N, N] of dense attention (factored: [H, N, N] and their gradient).
+    const double B = double(b), N = double(n), D = double(d), H = double(h);
+    const bool rows = factored && key_mask.extent(0) == 0;
+    double values = B * N * D * (2.0 * (factored ? 1 : 3) + 3 + (rows ? 0 : 1) + 2 + (factored ? 0 : 4));
+    const double probs = (dense || factored) ? (rows ? 2.0 * H : B * H) * N * N : 0.0;
+    values += probs + ((dense || tiled) ? B * H * N : 0.0);
+    if (galerkin) values += 4 * B * N * D + B * H * double(dh) * double(dh) + 4 * B * H * N;
+    const double bytes = values * double(sizeof(T));
+    if (bytes > 256e6)
+      require_memory(bytes,
+                     msg("attention (", opt.kind, ", ", h, " heads, d_model ", d, ") on ", b, " samples of ", n,
+                         " tokens",
+                         probs > 0 ? " (its N x N probabilities alone: " + format_bytes(probs * sizeof(T)) + ")"
+                                   : std::string()),
+                     dense || factored ? "use the tiled attention kind (FlashAttention-2 tiles: memory linear in N), a "
+                                         "smaller batch, or fewer tokens (a coarser grid, patches)"
+                                       : "use a smaller batch, or fewer tokens (a coarser grid, patches)");
+  }
   batch = b;
   len = n;
   if (kind == AttentionKind::Physics) {  // its own buffers (physics.ensure, in the forward) and the merged heads

@@ -5,11 +5,18 @@
 #include <type_traits>
 #include <vector>
 
+#include "attnphys/core/resources.hpp"
+
 namespace attnphys::ops {
 
 template <class T>
 T* AttentionScratch<T>::ensure(View1<T>& v, long n, const char* label) {
-  if (long(v.extent(0)) < n) v = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
+  if (long(v.extent(0)) < n) {
+    if (double(n) * sizeof(T) > 256e6)
+      require_memory(double(n) * sizeof(T), msg("attention scratch buffer ", label, " (", n, " values)"),
+                     "use a smaller batch or fewer tokens");
+    v = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
+  }
   return v.data();
 }
 

@@ -191,6 +191,20 @@ CASES = [
     ("dmrg u1 on the TFIM", "mps.dmrg(model='tfim', n=8, symmetry='u1')", r"does not conserve Sz"),
     ("dmrg save to a missing directory", "mps.dmrg(n=8, chi=4, save='/nonexistent/m.h5')",
      r"directory '/nonexistent' does not exist"),
+    # Resource limits: refused before anything is allocated or written, with the size needed (absurd sizes; a
+    # cap through ATTNPHYS_MEMORY_LIMIT for an ordinary one).
+    ("dmrg chi that cannot fit", "mps.dmrg(model='tfim', n=100, chi=10**6)",
+     r"DMRG up to bond dimension [0-9]+ on 100 sites \(dense, MPO bond dimension 3\) needs [0-9.]+ [TP]B of memory, "
+     r"more than the .* available .*: lower chi \(dmrg.chi; about [0-9]+ fits\)"),
+    ("heat.write_dataset larger than the disk", "heat.write_dataset('big.h5', [16], 1/16, samples=10**13)",
+     r"heat dataset '.*big.h5' \(10000000000000 samples x 32 float32 values\) needs 1.28 PB of disk, more than "
+     r"the .* free on the file system of"),
+    ("exact_ground_state beyond a memory cap",
+     "import os\nos.environ['ATTNPHYS_MEMORY_LIMIT'] = '1M'\ntry:\n"
+     "    spin.exact_ground_state(spin.ChainModel('heisenberg', n=16))\n"
+     "finally:\n    del os.environ['ATTNPHYS_MEMORY_LIMIT']",
+     r"ED of 16 sites \(sector 2Sz=0, dimension 12870, .*\) needs 6.59 MB of memory, more than the 1.05 MB available "
+     r"\(ATTNPHYS_MEMORY_LIMIT\)"),
 ]
 
 CHILD = """
@@ -270,3 +284,28 @@ def test_cli_overrides_that_are_not_utf8_are_refused_and_stored_configs_parse(tm
         config = f.attrs["config"]
     config = config.decode() if isinstance(config, bytes) else config
     assert tomllib.loads(config)["dataset"]["output"] == out.decode()
+
+
+def test_cli_refuses_requests_that_cannot_fit_before_they_start(tmp_path):
+    """Resource limits through the command line: exit code 2 and the size needed, no std::bad_alloc, no output."""
+    exe = os.path.join(os.environ.get("ATTNPHYS_BUILD_DIR", "build"), "bin", "attnphys")
+    cases = [
+        (["dmrg", "--model", "tfim", "--n", "100", "--chi", "1000000"], {},
+         r"DMRG up to bond dimension [0-9]+ on 100 sites .* needs [0-9.]+ [TP]B of memory, .*: lower chi"),
+        (["heat", "dataset", "--set", "problem.dim=1", "--set", "problem.nx=16",
+          "--set", "dataset.samples=10000000000000", "--set", f"dataset.output={tmp_path}/big.h5",
+          "--set", "dataset.progress=false"], {},
+         r"heat dataset '.*big.h5' \(10000000000000 samples x 32 float32 values\) needs 1.28 PB of disk"),
+        (["ed", "--model", "heisenberg", "--n", "20"], {"ATTNPHYS_MEMORY_LIMIT": "1M"},
+         r"ED of 20 sites \(sector 2Sz=0, dimension 184756, .*\) needs [0-9.]+ MB of memory, more than the 1.05 MB "
+         r"available \(ATTNPHYS_MEMORY_LIMIT\)"),
+    ]
+    import re
+
+    for args, env, pattern in cases:
+        r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, OMP_NUM_THREADS="1", **env))
+        assert r.returncode == 2, (args, r.returncode, r.stderr[-2000:])
+        assert re.search("attnphys: error: " + pattern, r.stderr), (args, r.stderr[-2000:])
+        assert "bad_alloc" not in r.stderr
+    assert list(tmp_path.iterdir()) == []

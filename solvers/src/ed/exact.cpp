@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "attnphys/core/resources.hpp"
 #include "attnphys/core/views.hpp"
 
 namespace attnphys::ed {
@@ -78,7 +79,6 @@ spin::ChainHilbert ed_space(const spin::ChainModel& m, bool use_sz_sector) {
 
 EdResult diagonalize(const spin::SpinHamiltonian& H, const spin::ChainHilbert& space, const EdOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  require(space.size() <= (1L << 31), "ED space of dimension ", space.size(), " is too large for this machine");
   int parity = 0;
   if (o.use_flip_parity && !space.fixed_sz() && H.exchange_terms().empty() && !H.flip_terms().empty()) {
     bool neg = true, pos = true;
@@ -91,6 +91,26 @@ EdResult diagonalize(const spin::SpinHamiltonian& H, const spin::ChainHilbert& s
     if (neg) parity = 1;
     else if (pos) parity = space.n_sites() % 2 ? -1 : 1;
   }
+  {
+    // What the run will hold, before any of it is allocated: the basis states and diagonal (16 bytes per state),
+    // the Lanczos basis (krylov_dim vectors), its thick-restart copy, two work vectors, and the eigenvectors.
+    const double dim = parity ? double(space.size() / 2) : double(space.size());
+    long mmax = o.krylov_dim > 0 ? o.krylov_dim : std::max(3 * o.n_states + 20, 40);
+    mmax = std::max(1L, long(std::min<double>(double(mmax), dim)));
+    const long keep = std::max(0L, std::min(mmax - 1, std::max(long(o.n_states) + 8, mmax / 2)));
+    double bytes = dim * (16.0 + 8.0 * double(mmax + keep + 2));
+    if (o.want_vectors) bytes += 8.0 * o.n_states * (dim + double(space.size()));
+    require_memory(bytes,
+                   msg("ED of ", space.n_sites(), " sites (",
+                       space.fixed_sz() ? "sector 2Sz=" + std::to_string(space.two_sz())
+                       : parity       ? std::string("one flip-parity sector")
+                                      : std::string("full space"),
+                       ", dimension ", parity ? space.size() / 2 : space.size(), ", Lanczos basis of ", mmax,
+                       " vectors)"),
+                   "use fewer sites (each site doubles it), a smaller ed.krylov_dim, or DMRG (attnphys dmrg) for "
+                   "long chains");
+  }
+  require(space.size() <= (1L << 31), "ED space of dimension ", space.size(), " is too large for this machine");
   HamiltonianOperator op(H, space, parity);
   LanczosOptions lo;
   lo.n_states = int(std::min<long>(o.n_states, op.dim()));

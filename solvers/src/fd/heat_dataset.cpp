@@ -1,5 +1,7 @@
 #include "attnphys/solvers/fd/heat_dataset.hpp"
 
+#include "attnphys/core/resources.hpp"
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -318,8 +320,23 @@ HeatDatasetSummary write_heat_dataset(const heat::HeatProblem& problem, const he
   const int ranks = comm.size(), me = comm.rank();
   std::unique_ptr<h5::Writer> writer;
   std::exception_ptr create_error;
-  if (comm.is_root()) {
+  // Sizes that cannot fit are refused before anything is generated: every rank holds one chunk (its buffer, and
+  // in the batched path the trajectories on the device), rank 0 writes the whole file.
+  const double chunk_bytes = double(chunk) * double(per_sample) * sizeof(float) * (batched ? 2.0 : 1.0);
+  const double file_bytes = double(S) * double(per_sample) * sizeof(float);
+  try {
+    require_memory(chunk_bytes, msg("heat dataset: one chunk of ", chunk, " samples (", per_sample,
+                                    " float32 values each)"),
+                   "use a smaller dataset.chunk or a coarser grid");
+  } catch (...) {
+    create_error = std::current_exception();
+  }
+  if (comm.is_root() && !create_error) {
     try {
+      require_disk(file_bytes, o.output,
+                   msg("heat dataset '", o.output, "' (", S, " samples x ", per_sample, " float32 values)"),
+                   "use fewer dataset.samples, fewer dataset.nt snapshots or a coarser grid, or write dataset.output "
+                   "to a file system with more room");
       writer = std::make_unique<h5::Writer>(o.output, "heat_dataset", 1);
       auto& w = *writer;
       std::string names;
@@ -373,11 +390,13 @@ HeatDatasetSummary write_heat_dataset(const heat::HeatProblem& problem, const he
       create_error = std::current_exception();
     }
   }
-  // The other ranks must not start sending to a rank 0 that could not create the file.
-  double created = create_error ? 0.0 : 1.0;
-  comm.broadcast(&created, 1, 0);
+  // The other ranks must not start sending to a rank 0 that could not create the file, nor rank 0 wait for a
+  // rank that cannot hold its chunk.
+  double failed = create_error ? 1.0 : 0.0;
+  comm.allreduce_max(&failed, 1);
   if (create_error) std::rethrow_exception(create_error);
-  require(created == 1.0, "heat dataset: rank 0 could not create ", o.output, " (see its error)");
+  require(failed == 0.0, "heat dataset: another rank could not start (creating ", o.output,
+          " or holding its chunk; see its error)");
 
   // File order of a cell: ((x·ny) + y)·nz + z, from the device's (z, y, x).
   auto file_index = [&](long k, long j, long i) { return (i * ny + j) * nz + k; };

@@ -7,6 +7,8 @@
 #include <cstdio>
 
 #include "attnphys/core/error.hpp"
+#include "attnphys/core/resources.hpp"
+#include "attnphys/solvers/mps/u1.hpp"
 #include "davidson.hpp"
 #include "dense_ops.hpp"
 #include "effective_h.hpp"
@@ -118,6 +120,7 @@ DmrgResult dmrg(const Mpo& h, Mps& psi, const Sweeps& sweeps, const DmrgOptions&
   require(h.size() == n, "DMRG: the MPO has ", h.size(), " sites but the MPS has ", n);
   require(h.d == psi.local_dim(), "DMRG: local dimensions differ (MPO ", h.d, ", MPS ", psi.local_dim(), ")");
   require(sweeps.size() >= 1, "DMRG needs at least one sweep");
+  detail::check_memory(h, sweeps, opt, false);
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
 
@@ -205,6 +208,30 @@ DmrgResult dmrg(const Mpo& h, Mps& psi, const Sweeps& sweeps, const DmrgOptions&
 }
 
 namespace detail {
+
+void check_memory(const Mpo& h, const Sweeps& sweeps, const DmrgOptions& opt, bool u1) {
+  const int n = h.size(), d = h.d, mpo_bond = h.max_bond_dimension();
+  int chi_max = 1;
+  for (const auto& e : sweeps.entries()) chi_max = std::max(chi_max, e.max_dim);
+  const double cap = std::pow(double(d), std::min(n / 2, 60));
+  const double chi = std::min(double(chi_max), cap);
+  const int iters = opt.davidson_adaptive ? opt.davidson_max_iter : 1;
+  int niter = 1;
+  for (const auto& e : sweeps.entries()) niter = std::max(niter, e.niter);
+  const double D = mpo_bond, dd = double(d) * d;
+  const double per_chi2 = n * (d + 2 * D) + dd * (2.0 * (std::max(iters, niter) + 1) + 2 * D + 6);
+  const double blocks = u1 ? std::min(double(n / 2 + 1), chi) : 1.0;
+  const double bytes = 8.0 * chi * chi * per_chi2 / blocks;
+  if (bytes < 256e6) return;  // small runs: no system query
+  const double avail = available_memory();
+  const long fits = std::isfinite(avail) ? long(std::sqrt(avail * blocks / (8.0 * per_chi2))) : 0;
+  require_memory(bytes,
+                 msg("DMRG up to bond dimension ", chi_max, " on ", n, " sites (", u1 ? "U(1) blocks" : "dense",
+                     ", MPO bond dimension ", mpo_bond, ")"),
+                 msg("lower chi (dmrg.chi; about ", fits, " fits)",
+                     !u1 && mpo_charges(h).ok ? ", or use the U(1) DMRG (dmrg.symmetry=u1), whose blocks are smaller"
+                                              : ""));
+}
 
 bool end_of_sweep(int sw, int nsweeps, const SweepParams& p, const DmrgOptions& opt, const DmrgObserver& observer,
                   double energy, double trunc, int max_dim, double seconds, double residual_tol, SweepState& st,

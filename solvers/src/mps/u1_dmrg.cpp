@@ -193,6 +193,7 @@ DmrgResult dmrg(const Mpo& h, QMps& psi, const Sweeps& sweeps, const DmrgOptions
   const MpoCharges charges = mpo_charges(h);
   require(charges.ok, "U(1) DMRG: the Hamiltonian does not conserve total Sz (", charges.reason,
           "); use the dense DMRG (dmrg.symmetry=none)");
+  detail::check_memory(h, sweeps, opt, true);
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   {
