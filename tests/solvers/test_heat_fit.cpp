@@ -120,7 +120,7 @@ TEST(HeatModel, RefusesWhatDoesNotFit) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message([&] { HeatModel(o, 3, {1, 1, 1}, "periodic", {}, 0); }).find("dim must be 1 or 2"),
+  EXPECT_NE(message([&] { HeatModel(o, 4, {1, 1, 1, 1}, "periodic", {}, 0); }).find("dim must be 1, 2 or 3"),
             std::string::npos);
   EXPECT_NE(message([&] { HeatModel(o, 2, {1.0}, "periodic", {}, 0); }).find("1 box length(s) for a 2D model"),
             std::string::npos);

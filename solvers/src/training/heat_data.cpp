@@ -11,7 +11,7 @@
 namespace attnphys::training {
 
 void HeatDataOptions::declare(OptionSet& set, const std::string& s) {
-  set.add(s + ".dim", &dim, "spatial dimension (1 or 2)", Range::closed(1, 2));
+  set.add(s + ".dim", &dim, "spatial dimension (1, 2 or 3)", Range::closed(1, 3));
   set.add(s + ".n", &n, "grid points per axis (0: the grid of data.file, or 32 for generated pairs)",
           Range::non_negative());
   set.add(s + ".length", &length, "box length", Range::positive());
@@ -38,7 +38,7 @@ void HeatDataOptions::declare(OptionSet& set, const std::string& s) {
 }
 
 void HeatDataOptions::validate() const {
-  require(dim == 1 || dim == 2, "data.dim must be 1 or 2, got ", dim);
+  require(dim >= 1 && dim <= 3, "data.dim must be 1, 2 or 3, got ", dim);
   require(n == 0 || n >= 4, "data.n must be 0 (the file's grid) or at least 4, got ", n);
   require(!field.empty(), "data.field must name the evolving channel of data.file (default \"data\")");
   parse_channel(field);
@@ -74,8 +74,20 @@ double HeatDataOptions::horizon() const {
 
 heat::HeatProblem HeatDataOptions::problem(long np) const {
   const double hp = length / double(np);
-  return heat::make_problem(dim, {np, dim > 1 ? np : 1, 1}, {hp, dim > 1 ? hp : 1.0, 1.0}, kappa, bc);
+  return heat::make_problem(dim, {np, dim > 1 ? np : 1, dim > 2 ? np : 1},
+                            {hp, dim > 1 ? hp : 1.0, dim > 2 ? hp : 1.0}, kappa, bc);
 }
+
+std::vector<double> HeatDataOptions::box() const {
+  std::vector<double> b{length};
+  if (dim > 1) b.push_back(box_y());
+  if (dim > 2) b.push_back(box_z());
+  return b;
+}
+
+namespace {
+long points_of(int dim, long np) { return dim == 1 ? np : (dim == 2 ? np * np : np * np * np); }
+}  // namespace
 
 bool HeatDataOptions::generated_family() const {
   return file.empty() &&
@@ -110,13 +122,14 @@ std::string HeatDataOptions::family_name() const {
 View2<double> grid_coordinates(const HeatDataOptions& o) {
   if (o.file.empty() || !o.info) return grid_coordinates(o, o.n);
   const HeatFileInfo& f = *o.info;
-  const long nx = f.nx, ny = o.dim == 1 ? 1 : f.ny;
-  auto h = HostView2<double>("attnphys::coords", nx * ny, o.dim);
-  for (long p = 0; p < nx * ny; ++p) {
+  const long nx = f.nx, ny = o.dim == 1 ? 1 : f.ny, nz = o.dim < 3 ? 1 : f.nz;
+  auto h = HostView2<double>("attnphys::coords", nx * ny * nz, o.dim);
+  for (long p = 0; p < nx * ny * nz; ++p) {
     h(p, 0) = f.x[std::size_t(p % nx)];
-    if (o.dim > 1) h(p, 1) = f.y[std::size_t(p / nx)];
+    if (o.dim > 1) h(p, 1) = f.y[std::size_t((p / nx) % ny)];
+    if (o.dim > 2) h(p, 2) = f.z[std::size_t(p / (nx * ny))];
   }
-  View2<double> c("attnphys::coords", nx * ny, o.dim);
+  View2<double> c("attnphys::coords", nx * ny * nz, o.dim);
   Kokkos::deep_copy(c, h);
   return c;
 }
@@ -125,16 +138,21 @@ std::vector<double> encoding_lengths(const HeatDataOptions& o) {
   const double period = o.bc == "periodic" ? 1.0 : 2.0;
   std::vector<double> l{period * o.length};
   if (o.dim > 1) l.push_back(period * o.box_y());
+  if (o.dim > 2) l.push_back(period * o.box_z());
   return l;
 }
 
 View2<double> grid_coordinates(const HeatDataOptions& o, long np) {
   const auto prob = o.problem(np);
-  const long pts = o.dim == 1 ? np : np * np;
+  const long pts = points_of(o.dim, np);
   auto h = HostView2<double>("attnphys::coords", pts, o.dim);
   for (long p = 0; p < pts; ++p) {
     h(p, 0) = prob.coord(0, p % np);
-    if (o.dim > 1) h(p, 1) = prob.coord(1, p / np);
+    if (o.dim == 2) h(p, 1) = prob.coord(1, p / np);
+    if (o.dim == 3) {
+      h(p, 1) = prob.coord(1, (p / np) % np);
+      h(p, 2) = prob.coord(2, p / (np * np));
+    }
   }
   View2<double> c("attnphys::coords", pts, o.dim);
   Kokkos::deep_copy(c, h);
@@ -147,7 +165,7 @@ View2<double> make_initial_fields(const HeatDataOptions& o, long first, long cou
   heat::InitialConditionOptions ic;
   ic.kind = "grf";
   ic.length_scale = o.length_scale;
-  View2<double> u("attnphys::initial_fields", count, o.dim == 1 ? np : np * np);
+  View2<double> u("attnphys::initial_fields", count, points_of(o.dim, np));
   heat::initial_conditions(o.problem(np), ic, std::uint64_t(o.seed), first, u);
   return u;
 }
@@ -157,8 +175,16 @@ void advance_reference(const HeatDataOptions& o, const View2<double>& fields, lo
   const long count = fields.extent(0);
   if (count == 0 || horizons <= 0) return;
   fd::HeatStepper stepper(o.problem(np), fd::Method::Adi);
-  View3<double> u(fields.data(), count, o.dim > 1 ? np : 1, np);  // a [batch, ny, nx] view of the same memory
   const double t1 = horizons * o.horizon();
+  if (o.dim == 3) {  // 3D states are one sample (nz, ny, nx): row by row with the one stepper (Douglas ADI)
+    const long P = fields.extent(1);
+    for (long r = 0; r < count; ++r) {
+      View3<double> u(fields.data() + r * P, np, np, np);
+      stepper.advance(u, 0.0, t1, o.horizon() / double(substeps));
+    }
+    return;
+  }
+  View3<double> u(fields.data(), count, o.dim > 1 ? np : 1, np);  // a [batch, ny, nx] view of the same memory
   stepper.advance(u, 0.0, t1, o.horizon() / double(substeps));
 }
 
@@ -185,7 +211,8 @@ void advance_reference(const HeatDataOptions& o, const View2<double>& fields, lo
   const bool nonlinear = o.law.enabled();
   const heat::KappaLaw law = nonlinear ? o.law.build() : heat::KappaLaw{};
   for (long r = 0; r < count; ++r) {
-    View3<double> u(fields.data() + r * P, 1, o.dim > 1 ? np : 1, np);  // row r as a [1, ny, nx] view
+    // row r as a [1, ny, nx] view (3D: [nz, ny, nx])
+    View3<double> u(fields.data() + r * P, o.dim > 2 ? np : 1, o.dim > 1 ? np : 1, np);
     if (nonlinear) {
       fd::NonlinearHeatStepper stepper(problems[std::size_t(r)], law);
       stepper.advance(u, 0.0, t1, o.horizon() / double(substeps));
@@ -200,7 +227,7 @@ namespace {
 // The family's channels of samples [first, first + count) on an np grid, [count·H, points, C] (each sample's row
 // repeated for its H horizons), in the order of o.channels.
 View3<double> family_channel_fields(const HeatDataOptions& o, long first, long count, long np, long H) {
-  const long P = o.dim == 1 ? np : np * np, C = long(o.channels.size());
+  const long P = points_of(o.dim, np), C = long(o.channels.size());
   View3<double> extra("attnphys::pair_channels", count * H, P, C);
   if (C == 0) return extra;
   auto h = Kokkos::create_mirror_view(extra);
@@ -271,8 +298,9 @@ static HeatPairs generate_one_step(const HeatDataOptions& o, long first, long co
   p.count = count * H;
   p.n = p.nx = np;
   p.ny = o.dim == 1 ? 1 : np;
+  p.nz = o.dim < 3 ? 1 : np;
   p.dim = o.dim;
-  p.points = o.dim == 1 ? np : np * np;
+  p.points = points_of(o.dim, np);
   p.coords = grid_coordinates(o, np);
   p.tau = View1<double>("attnphys::pair_horizon", p.count);
   p.extra = family_channel_fields(o, first, count, np, H);

@@ -92,7 +92,7 @@ void HeatEvaluator::run_speed(HeatRunResult& res, const HeatPairs& test, double 
   // Which sample and snapshot each test row starts from (rows in the order of read_heat_pairs, one base horizon).
   std::vector<long> sample_of, k_of;
   long ref_steps = D.file.empty() ? D.reference_substeps : 0;
-  std::string solver = D.dim == 1 ? "Crank–Nicolson" : "ADI (Peaceman–Rachford)";
+  std::string solver = D.dim == 1 ? "Crank–Nicolson" : D.dim == 2 ? "ADI (Peaceman–Rachford)" : "ADI (Douglas)";
   if (fsol) {
     HeatDataOptions Db = D;
     Db.horizons = {1.0};
@@ -209,11 +209,12 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
   Kokkos::fence();
   const double pred_seconds = seconds_since(t_pred);
   auto hp = to_host(pred), hr = to_host(test.targets), hi = to_host(test.inputs);
-  const int ny = int(test.ny), nx = int(test.nx);
+  const int nz = int(test.nz), ny = int(test.ny), nx = int(test.nx);
   std::vector<FieldMetrics> per;
   for (long s = 0; s < n_test_rows; ++s)
-    per.push_back(field_metrics(&hp(s, 0), &hr(s, 0), ny, nx));
+    per.push_back(nz > 1 ? field_metrics(&hp(s, 0), &hr(s, 0), nz, ny, nx) : field_metrics(&hp(s, 0), &hr(s, 0), ny, nx));
   res.test = mean_metrics(per);
+  res.identity_rel_l2 = mean_rel_l2(test.inputs, test.targets);
   // Every trained horizon, when there are several.
   res.test_rel_l2_by_horizon.clear();
   if (D.horizons.size() > 1)
@@ -281,8 +282,10 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
     View2<double> fp = predict(fine.inputs, fine.extra, fine.coords, cache);  // the family's channels on that grid
     auto fph = to_host(fp), frh = to_host(fine.targets);
     std::vector<FieldMetrics> fm;
-    const int fny = D.dim == 1 ? 1 : int(E.transfer_n);
-    for (long s = 0; s < ns; ++s) fm.push_back(field_metrics(&fph(s, 0), &frh(s, 0), fny, int(E.transfer_n)));
+    const int fny = D.dim == 1 ? 1 : int(E.transfer_n), fnz = D.dim == 3 ? int(E.transfer_n) : 1;
+    for (long s = 0; s < ns; ++s)
+      fm.push_back(fnz > 1 ? field_metrics(&fph(s, 0), &frh(s, 0), fnz, fny, int(E.transfer_n))
+                           : field_metrics(&fph(s, 0), &frh(s, 0), fny, int(E.transfer_n)));
     res.transfer = mean_metrics(fm);
   }
 
@@ -315,7 +318,7 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
 
   // Attention map of the central query, beside the exact heat kernel and the solver's own response.
   const long P = test.points;
-  const long qx = nx / 2, qy = D.dim > 1 ? ny / 2 : 0, q = qy * nx + qx;
+  const long qx = nx / 2, qy = D.dim > 1 ? ny / 2 : 0, qz = D.dim > 2 ? nz / 2 : 0, q = (qz * ny + qy) * nx + qx;
   predict(pick_rows(test.inputs, {0L}), pick_rows(test.extra, {0L}), test.coords, cache);
   std::vector<double> att = model_.attention_map(cache, params_, E.attention_layer, 0, q);
   const std::vector<double> op_row = model_.operator_row(cache, params_, q);
@@ -335,7 +338,7 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
     for (long p = 0; p < P; ++p) {
       double w = 1;
       for (int a = 0; a < D.dim; ++a) {
-        const long i = a == 0 ? p % n : p / n, iq = a == 0 ? qx : qy;
+        const long i = a == 0 ? p % n : (a == 1 ? (p / n) % n : p / (n * n)), iq = a == 0 ? qx : (a == 1 ? qy : qz);
         double dx = prob.coord(a, i) - prob.coord(a, iq);
         double g = 0;  // periodic images
         for (int img = -2; img <= 2; ++img) g += std::exp(-(dx + img * L) * (dx + img * L) / (2 * s2));
@@ -365,10 +368,16 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
   {
     h5::Writer w((fs::path(out_dir) / "eval.h5").string(), "heat_eval", 1);
     const long ns = std::min<long>(4, n_test_rows);
-    const std::uint64_t sny = std::uint64_t(ny), snx = std::uint64_t(nx), sns = std::uint64_t(ns);
-    w.write<double>("/fields/input", &hi(0, 0), {sns, sny, snx});
-    w.write<double>("/fields/prediction", &hp(0, 0), {sns, sny, snx});
-    w.write<double>("/fields/reference", &hr(0, 0), {sns, sny, snx});
+    const std::uint64_t snz = std::uint64_t(nz), sny = std::uint64_t(ny), snx = std::uint64_t(nx),
+                        sns = std::uint64_t(ns);
+    // Fields [sample, ny, nx] (3D: [sample, nz, ny, nx]); one field [ny, nx] (3D: [nz, ny, nx]).
+    const std::vector<std::uint64_t> fshape = nz > 1 ? std::vector<std::uint64_t>{sns, snz, sny, snx}
+                                                     : std::vector<std::uint64_t>{sns, sny, snx};
+    const std::vector<std::uint64_t> oshape = nz > 1 ? std::vector<std::uint64_t>{snz, sny, snx}
+                                                     : std::vector<std::uint64_t>{sny, snx};
+    w.write<double>("/fields/input", &hi(0, 0), fshape);
+    w.write<double>("/fields/prediction", &hp(0, 0), fshape);
+    w.write<double>("/fields/reference", &hr(0, 0), fshape);
     if (C > 0) {  // the extra input channels of the same samples, raw (κ, source, boundary data)
       auto he = to_host(test.extra);
       const long P = test.points;
@@ -379,7 +388,7 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
         const std::string name = c < long(D.channels.size()) ? D.channels[std::size_t(c)] : "channel" + std::to_string(c);
         std::string safe;
         for (char ch : name) safe += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') ? ch : '_';
-        w.write<double>("/fields/channels/" + safe, v.data(), {sns, sny, snx});
+        w.write<double>("/fields/channels/" + safe, v.data(), fshape);
       }
     }
     if (!res.rollout.empty()) w.write<double>("/rollout/rel_l2", res.rollout);
@@ -392,14 +401,15 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
       w.set_attr("/speed", "surrogate_rel_l2", res.test.rel_l2);
       w.set_attr("/speed", "surrogate_ms_per_sample", res.surrogate_ms_per_sample);
     }
-    w.write<double>("/attention/weights", att.data(), {sny, snx});
-    if (!op_row.empty()) w.write<double>("/attention/operator", op_row.data(), {sny, snx});
+    w.write<double>("/attention/weights", att.data(), oshape);
+    if (!op_row.empty()) w.write<double>("/attention/operator", op_row.data(), oshape);
     if (!kern.empty()) {
-      w.write<double>("/attention/heat_kernel", kern.data(), {sny, snx});
-      w.write<double>("/attention/stencil", stencil.data(), {sny, snx});
+      w.write<double>("/attention/heat_kernel", kern.data(), oshape);
+      w.write<double>("/attention/stencil", stencil.data(), oshape);
       w.set_attr("/attention", "kernel_width", std::sqrt(2 * D.kappa * D.horizon()));
     }
-    w.set_attr("/attention", "query", std::vector<double>{double(qy), double(qx)});
+    w.set_attr("/attention", "query", nz > 1 ? std::vector<double>{double(qz), double(qy), double(qx)}
+                                             : std::vector<double>{double(qy), double(qx)});
     if (!metric_columns_.empty() && !metric_rows_.empty()) {
       const std::uint64_t nc = metric_columns_.size(), nr = metric_rows_.size() / nc;
       w.write<double>("/metrics/table", metric_rows_.data(), {nr, nc});
@@ -428,6 +438,7 @@ Json HeatRunResult::to_json() const {
   Json j = Json::object();
   j.set("test_rel_l2", test.rel_l2).set("test_nrmse", test.nrmse).set("test_rmse", test.rmse);
   j.set("test_max_err", test.max_err).set("test_brmse", test.brmse).set("test_crmse", test.crmse);
+  j.set("identity_rel_l2", identity_rel_l2);
   j.set("test_frmse_low", test.frmse_low).set("test_frmse_mid", test.frmse_mid).set("test_frmse_high", test.frmse_high);
   j.set("rollout10_rel_l2", rollout.size() >= 10 ? Json(rollout[9]) : Json());
   j.set("rollout20_rel_l2", rollout.size() >= 20 ? Json(rollout[19]) : Json());

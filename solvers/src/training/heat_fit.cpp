@@ -518,6 +518,7 @@ HeatModelGrid grid_of(const HeatPairs& pairs, std::vector<double> box, const std
   g.box = std::move(box);
   g.nx = pairs.nx;
   g.ny = pairs.dim == 1 ? 1 : pairs.ny;
+  g.nz = pairs.dim < 3 ? 1 : pairs.nz;
   auto h = to_host(pairs.coords);
   g.coords.assign(h.data(), h.data() + h.size());
   return g;
@@ -549,11 +550,15 @@ void write_heat_checkpoint(const std::string& path, const ParameterBuffer<T>& bu
   w.set_attr("/", "bc", grid.bc);
   w.set_attr("/", "box_lengths", grid.box);
   w.set_attr("/", "encoding_lengths", grid.encoding_lengths());
-  w.set_attr("/", "grid_shape", std::vector<double>{double(grid.ny), double(grid.nx)});
+  w.set_attr("/", "grid_shape", grid.dim == 3 ? std::vector<double>{double(grid.nz), double(grid.ny), double(grid.nx)}
+                                               : std::vector<double>{double(grid.ny), double(grid.nx)});
   if (!grid.coords.empty()) {
     const std::uint64_t d = std::uint64_t(grid.dim);
     if (grid.dim == 1)
       w.write<double>("/grid/coords", grid.coords.data(), {std::uint64_t(grid.nx), d});
+    else if (grid.dim == 3)
+      w.write<double>("/grid/coords", grid.coords.data(),
+                      {std::uint64_t(grid.nz), std::uint64_t(grid.ny), std::uint64_t(grid.nx), d});
     else
       w.write<double>("/grid/coords", grid.coords.data(), {std::uint64_t(grid.ny), std::uint64_t(grid.nx), d});
   }
@@ -575,7 +580,7 @@ std::string model_config(const SurrogateOptions& opt, const HeatModelGrid& grid,
   cfg.data.bc = grid.bc;
   if (!grid.box.empty()) cfg.data.length = grid.box[0];
   if (!data) {
-    cfg.data.n = (grid.dim == 1 || grid.nx == grid.ny) ? grid.nx : 0;
+    cfg.data.n = (grid.dim == 1 || (grid.nx == grid.ny && (grid.dim < 3 || grid.nz == grid.nx))) ? grid.nx : 0;
     cfg.data.channels = channels;
   }
   cfg.model = opt;
@@ -589,7 +594,7 @@ std::string model_config(const SurrogateOptions& opt, const HeatModelGrid& grid,
 
 HeatModel::HeatModel(SurrogateOptions options, int dim, std::vector<double> box, std::string bc,
                      std::vector<std::string> channel_names, long seed) {
-  require(dim == 1 || dim == 2, "heat surrogate: dim must be 1 or 2, got ", dim);
+  require(dim >= 1 && dim <= 3, "heat surrogate: dim must be 1, 2 or 3, got ", dim);
   require(long(box.size()) == dim, "heat surrogate: ", box.size(), " box length(s) for a ", dim, "D model: give one per ",
           "axis");
   for (double b : box) require(b > 0 && std::isfinite(b), "heat surrogate: box lengths must be positive, got ", b);
@@ -645,21 +650,25 @@ std::unique_ptr<HeatModel> HeatModel::load(const std::string& path) {
     g.bc = r.attr_string("/", "bc");
     g.box = r.attr_doubles("/", "box_lengths");
     const auto shape = r.attr_doubles("/", "grid_shape");
-    require(shape.size() == 2, "checkpoint '", path, "': grid_shape holds ", shape.size(), " values, expected 2");
-    g.ny = long(shape[0]);
-    g.nx = long(shape[1]);
+    const std::size_t want = g.dim == 3 ? 3 : 2;
+    require(shape.size() == want, "checkpoint '", path, "': grid_shape holds ", shape.size(), " values, expected ",
+            want, " for a ", g.dim, "D model");
+    g.nz = g.dim == 3 ? long(shape[0]) : 1;
+    g.ny = long(shape[want - 2]);
+    g.nx = long(shape[want - 1]);
     g.coords = r.read<double>("/grid/coords");
-    require(long(g.coords.size()) == g.nx * g.ny * g.dim, "checkpoint '", path, "': /grid/coords holds ",
-            g.coords.size(), " values for a ", g.nx, "x", g.ny, " grid in ", g.dim, "D");
+    require(long(g.coords.size()) == g.nx * g.ny * g.nz * g.dim, "checkpoint '", path, "': /grid/coords holds ",
+            g.coords.size(), " values for a ", g.nx, "x", g.ny, g.dim == 3 ? "x" + std::to_string(g.nz) : "",
+            " grid in ", g.dim, "D");
   } else {  // an older checkpoint: the problem from its configuration (data.file must still be readable)
     const HeatRunConfig rc = cfg.resolved();
     const auto& D = rc.data;
     g.dim = D.dim;
     g.bc = D.bc;
-    g.box = {D.length};
-    if (D.dim > 1) g.box.push_back(D.box_y());
+    g.box = D.box();
     g.nx = D.grid_nx();
     g.ny = D.grid_ny();
+    g.nz = D.grid_nz();
     auto h = to_host(grid_coordinates(D));
     g.coords.assign(h.data(), h.data() + h.size());
     if (m->channels_.empty()) m->channels_ = D.channels;

@@ -33,6 +33,7 @@ double relative_loss(const Kokkos::View<T*, Kokkos::LayoutRight, MemSpace>& dout
   View1<double> loss("attnphys::loss", batch);
   const bool h1 = h1_weight > 0;
   const double denom = double(mean_over > 0 ? mean_over : batch), inv_b = 1.0 / denom;
+  const long nxy = nx * ny, nz = dim > 2 ? points / nxy : 1;
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
   Kokkos::parallel_for(
       "attnphys::relative_loss", Policy(batch, Kokkos::AUTO), KOKKOS_LAMBDA(const Policy::member_type& m) {
@@ -47,13 +48,17 @@ double relative_loss(const Kokkos::View<T*, Kokkos::LayoutRight, MemSpace>& dout
               acc.e2 += e * e;
               acc.t2 += t * t;
               if (h1) {
-                const long x = p % nx, y = p / nx;
+                const long x = p % nx, y = (p / nx) % ny, z = p / nxy;
                 if (x + 1 < nx) {
                   const double de = err(p + 1) - e, dt = tru(p + 1) - t;
                   acc.ge2 += de * de, acc.gt2 += dt * dt;
                 }
                 if (dim > 1 && y + 1 < ny) {
                   const double de = err(p + nx) - e, dt = tru(p + nx) - t;
+                  acc.ge2 += de * de, acc.gt2 += dt * dt;
+                }
+                if (dim > 2 && z + 1 < nz) {
+                  const double de = err(p + nxy) - e, dt = tru(p + nxy) - t;
                   acc.ge2 += de * de, acc.gt2 += dt * dt;
                 }
               }
@@ -69,12 +74,14 @@ double relative_loss(const Kokkos::View<T*, Kokkos::LayoutRight, MemSpace>& dout
           const double e = err(p);
           double g = c_l2 * e;
           if (h1) {
-            const long x = p % nx, y = p / nx;
+            const long x = p % nx, y = (p / nx) % ny, z = p / nxy;
             double lap = 0;  // Σ over edges touching p of (e_p − e_neighbour)
             if (x + 1 < nx) lap += e - err(p + 1);
             if (x > 0) lap += e - err(p - 1);
             if (dim > 1 && y + 1 < ny) lap += e - err(p + nx);
             if (dim > 1 && y > 0) lap += e - err(p - nx);
+            if (dim > 2 && z + 1 < nz) lap += e - err(p + nxy);
+            if (dim > 2 && z > 0) lap += e - err(p - nxy);
             g += c_h1 * lap;
           }
           dout(off + p) = T(g * sigma * inv_b);

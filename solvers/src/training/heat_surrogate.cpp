@@ -6,6 +6,60 @@
 
 namespace attnphys::training {
 
+namespace {
+// Per-axis lengths (1 on unused axes), captured by value in kernels.
+struct AxisLengths {
+  double v[3] = {1.0, 1.0, 1.0};
+  KOKKOS_INLINE_FUNCTION double operator[](long a) const { return v[a]; }
+};
+AxisLengths axis_lengths(const std::vector<double>& l) {
+  AxisLengths a;
+  for (std::size_t i = 0; i < l.size() && i < 3; ++i) a.v[i] = l[i];
+  return a;
+}
+}  // namespace
+
+namespace {
+// model.conserve: out_b += mean(u_b) − mean(out_b) per sample of len points.
+template <class T>
+void conserve_mean(const ops::Vec<T>& out, const ops::ConstVec<T>& u, long batch, long len) {
+  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  const double inv = 1.0 / double(len);
+  Kokkos::parallel_for(
+      "attnphys::conserve_mean", Policy(batch, Kokkos::AUTO), KOKKOS_LAMBDA(const Policy::member_type& m) {
+        const long off = m.league_rank() * len;
+        double shift = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(m, len),
+            [&](long p, double& acc) { acc += double(u(off + p)) - double(out(off + p)); }, shift);
+        const T d = T(shift * inv);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, len), [&](long p) { out(off + p) += d; });
+      });
+}
+
+// Its backward: g = dout − mean(dout) per sample (into proj); with du non-empty, du_b += mean(dout_b) (the input's
+// mean enters every output point).
+template <class T>
+void conserve_mean_backward(const View1<T>& proj, const ops::ConstVec<T>& dout, const ops::Vec<T>& du, long batch,
+                            long len) {
+  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  const double inv = 1.0 / double(len);
+  const bool want_du = du.extent(0) > 0;
+  Kokkos::parallel_for(
+      "attnphys::conserve_mean_backward", Policy(batch, Kokkos::AUTO), KOKKOS_LAMBDA(const Policy::member_type& m) {
+        const long off = m.league_rank() * len;
+        double sum = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(m, len), [&](long p, double& acc) { acc += double(dout(off + p)); }, sum);
+        const T mean = T(sum * inv);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, len), [&](long p) {
+          if (want_du) du(off + p) += mean;
+          else proj(off + p) = dout(off + p) - mean;
+        });
+      });
+}
+}  // namespace
+
 SurrogateOptions::SurrogateOptions() {
   encoder.d_model = 32;
   encoder.n_heads = 4;
@@ -23,7 +77,10 @@ void SurrogateOptions::declare(OptionSet& set) {
   set.add("model.conditioned_attention", &conditioned_attention,
           "conditioned: dense (saved probabilities), tiled (FlashAttention-2, O(N) memory) or auto",
           {"auto", "dense", "tiled"});
-  set.add("model.kernel_heads", &kernel_heads, "kernel: attention heads", Range::at_least(1));
+  set.add("model.kernel_heads", &kernel_heads,
+          "kernel / conditioned: attention heads (conditioned with model.local_radius > 0: 0 turns the global "
+          "attention off, leaving the κ-conditioned local stencil)",
+          Range::non_negative());
   set.add("model.kernel_dk", &kernel_dk, "kernel: query/key width per head", Range::at_least(1));
   set.add("model.kernel_layers", &kernel_layers, "kernel: stacked layers", Range::at_least(1));
   set.add("model.d_model", &encoder.d_model, "token width", Range::at_least(1));
@@ -45,6 +102,9 @@ void SurrogateOptions::declare(OptionSet& set) {
           "token (0: none)",
           Range::non_negative());
   set.add("model.dt_input", &dt_input, "feed the horizon Δt/Δt_base (train with several data.horizons)");
+  set.add("model.conserve", &conserve,
+          "keep each predicted field's mean equal to the input's (heat conserved: periodic or Neumann boundaries, "
+          "no source)");
   set.add("model.final_norm", &encoder.final_norm, "LayerNorm before the readout");
 }
 
@@ -66,6 +126,9 @@ void SurrogateOptions::validate() const {
           "extra input channels (data.channels): use model.kind = transformer");
   require(extra_channels >= 0, "heat surrogate: negative number of extra channels");
   require(local_radius >= 0, "model.local_radius must be >= 0, got ", local_radius);
+  require(kernel_heads >= 1 || (kind == "conditioned" && local_radius > 0), "model.kernel_heads = ", kernel_heads,
+          ": the model needs at least one attention head (0 is allowed only for model.kind = conditioned with ",
+          "model.local_radius > 0, where the local stencil carries the map)");
   require(local_radius == 0 || kind == "conditioned", "model.local_radius adds a κ-conditioned local stencil to ",
           "model.kind = conditioned only: set model.kind = conditioned or model.local_radius = 0");
   require(kind != "kernel" || !stencil, "model.stencil adds nonlinear token features; model.kind = kernel is linear ",
@@ -87,7 +150,7 @@ HeatSurrogate<T>::HeatSurrogate(SurrogateOptions options, int dim, std::vector<d
         require(options.kind != "conditioned" || options.extra_inputs() >= 1, "model.kind = conditioned conditions its ",
                 "attention on the extra input channels but none is given: set data.channels (e.g. [\"kappa\"]), or use ",
                 "model.kind = kernel for a constant-coefficient problem");
-        require(dim == 1 || dim == 2, "the heat surrogate handles 1D and 2D grids, got dim = ", dim);
+        require(dim >= 1 && dim <= 3, "the heat surrogate handles 1D, 2D and 3D grids, got dim = ", dim);
         require(long(lengths.size()) == dim, "heat surrogate: ", lengths.size(), " box lengths for dim ", dim);
         options.encoder.d_in = options.num_features(dim);
         options.encoder.positional = options.coords == "fourier" ? "coords" : "none";
@@ -111,7 +174,7 @@ long HeatSurrogate<T>::cond_width() const {
 template <class T>
 long HeatSurrogate<T>::local_size() const {
   const long w = 2 * opt_.local_radius + 1;
-  return opt_.local_radius > 0 ? (dim_ > 1 ? w * w : w) : 0;
+  return opt_.local_radius > 0 ? (dim_ > 2 ? w * w * w : dim_ > 1 ? w * w : w) : 0;
 }
 
 template <class T>
@@ -126,12 +189,14 @@ void HeatSurrogate<T>::declare(ParameterBuffer<T>& buf) {
     const double a = 1.0 / std::sqrt(double(Dz));
     for (long l = 0; l < opt_.kernel_layers; ++l) {
       for (const char* w : {"wq", "wk", "wv"}) {
+        if (H == 0) continue;  // no global attention (model.kernel_heads = 0): the local term alone
         buf.add(cp(l) + w, {H * dk, Dz});
         kernel_plan_.push_back({cp(l) + w, ops::InitSpec::Kind::Uniform, std::string(w) == "wv" ? 0.1 * a : a});
       }
       buf.add(cp(l) + "wm", {H * dk + 2, Dz});
       kernel_plan_.push_back({cp(l) + "wm", ops::InitSpec::Kind::Constant, 0.0});
       for (const char* b : {"bq", "bk", "bv"}) {
+        if (H == 0) continue;
         buf.add(cp(l) + b, {H * dk}, false);
         kernel_plan_.push_back({cp(l) + b, ops::InitSpec::Kind::Constant, 0.0});
       }
@@ -189,6 +254,14 @@ void HeatSurrogate<T>::init(ParameterBuffer<T>& buf, std::uint64_t seed) const {
     // identity mixing b0 = 1 (bm), A = 0 and e = 0: the model starts as ŷ = û.
     const long H = opt_.kernel_heads, dk = opt_.kernel_dk, F = 2 * opt_.harmonics * dim_, d = opt_.encoder.d_model;
     for (long l = 0; l < opt_.kernel_layers; ++l) {
+      if (H == 0) {  // no attention: the identity mixing b0 = 1 alone
+        auto bm = buf.view1(cp(l) + "bm");
+        auto hm = Kokkos::create_mirror_view(bm);
+        Kokkos::deep_copy(hm, bm);
+        hm(0) = T(1);
+        Kokkos::deep_copy(bm, hm);
+        continue;
+      }
       for (const char* w : {"wq", "wk"}) {
         auto v = buf.view2(cp(l) + w);
         auto h = Kokkos::create_mirror_view(v);
@@ -249,7 +322,7 @@ void HeatSurrogate<T>::init(ParameterBuffer<T>& buf, std::uint64_t seed) const {
 template <class T>
 void surrogate_features(const Mat<T>& f, const ops::ConstVec<T>& u, const ConstMat<T>& extra,
                         const ops::ConstVec<T>& shift, const ConstMat<T>& coords, long len, long harmonics,
-                        bool use_harmonics, double lx, double ly) {
+                        bool use_harmonics, AxisLengths lengths) {
   const long tokens = f.extent(0), dim = coords.extent(1);
   const long C = extra.extent(0) > 0 ? long(extra.extent(1)) : 0;
   const bool has_shift = shift.extent(0) > 0;
@@ -263,7 +336,7 @@ void surrogate_features(const Mat<T>& f, const ops::ConstVec<T>& u, const ConstM
         if (has_shift) f(t, 1 + C) = shift(t / len);
         if (use_harmonics) {
           for (long a = 0; a < dim; ++a) {
-            const double x = double(coords(n, a)) / (a == 0 ? lx : ly);
+            const double x = double(coords(n, a)) / lengths[a];
             for (long m = 1; m <= harmonics; ++m) {
               const long c = base + (a * harmonics + (m - 1)) * 2;
               f(t, c) = T(math::cos(two_pi * m * x));
@@ -284,32 +357,60 @@ SurrogateGrid infer_grid(const ConstMat<T>& coords, long len, int dim, const std
     g.nx = len;
   } else {
     g.nx = 1;
-    while (g.nx < len && c(g.nx, 1) == c(0, 1)) ++g.nx;
-    g.ny = len / g.nx;
-    require(g.nx * g.ny == len, "heat surrogate: model.stencil and model.local_radius need a regular grid (x ",
-            "fastest); the coordinates do not form one");
+    while (g.nx < len && c(g.nx, 1) == c(0, 1) && (dim < 3 || c(g.nx, 2) == c(0, 2))) ++g.nx;
+    if (dim == 2) {
+      g.ny = len / g.nx;
+    } else {
+      g.ny = 1;
+      while (g.ny * g.nx < len && c(g.ny * g.nx, 2) == c(0, 2)) ++g.ny;
+      g.nz = len / (g.nx * g.ny);
+    }
+    require(g.nx * g.ny * g.nz == len, "heat surrogate: model.stencil and model.local_radius need a regular grid (x ",
+            "fastest, then y", dim > 2 ? ", then z" : "", "); the coordinates do not form one");
   }
-  require(g.nx >= 2 && (dim == 1 || g.ny >= 2), "heat surrogate: model.stencil and model.local_radius need at ",
-          "least 2 points per axis");
+  require(g.nx >= 2 && (dim == 1 || g.ny >= 2) && (dim < 3 || g.nz >= 2), "heat surrogate: model.stencil and ",
+          "model.local_radius need at least 2 points per axis");
   g.hx = double(c(1, 0)) - double(c(0, 0));
   g.hy = dim > 1 ? double(c(g.nx, 1)) - double(c(0, 1)) : 1.0;
-  require(g.hx > 0 && g.hy > 0, "heat surrogate: model.stencil and model.local_radius need increasing coordinates ",
-          "along each axis");
+  g.hz = dim > 2 ? double(c(g.nx * g.ny, 2)) - double(c(0, 2)) : 1.0;
+  require(g.hx > 0 && g.hy > 0 && g.hz > 0, "heat surrogate: model.stencil and model.local_radius need increasing ",
+          "coordinates along each axis");
   g.px = std::abs(g.nx * g.hx - lengths[0]) <= 1e-6 * lengths[0];
   g.py = dim > 1 && std::abs(g.ny * g.hy - lengths[1]) <= 1e-6 * lengths[1];
+  g.pz = dim > 2 && std::abs(g.nz * g.hz - lengths[2]) <= 1e-6 * lengths[2];
   return g;
+}
+
+// The stencil neighbours (m, p) of grid point n along axis a: wrapped on a periodic axis, the point itself at the
+// edge of the others (as stencil_features reads them).
+KOKKOS_INLINE_FUNCTION void stencil_neighbours(const SurrogateGrid& g, long n, int a, long& m, long& p) {
+  const long nxy = g.nx * g.ny;
+  const long i = n % g.nx, j = (n / g.nx) % g.ny, k = n / nxy;
+  if (a == 0) {
+    m = i > 0 ? n - 1 : (g.px ? n + g.nx - 1 : n);
+    p = i + 1 < g.nx ? n + 1 : (g.px ? n - g.nx + 1 : n);
+  } else if (a == 1) {
+    m = j > 0 ? n - g.nx : (g.py ? n + (g.ny - 1) * g.nx : n);
+    p = j + 1 < g.ny ? n + g.nx : (g.py ? n - (g.ny - 1) * g.nx : n);
+  } else {
+    m = k > 0 ? n - nxy : (g.pz ? n + (g.nz - 1) * nxy : n);
+    p = k + 1 < g.nz ? n + nxy : (g.pz ? n - (g.nz - 1) * nxy : n);
+  }
+}
+
+KOKKOS_INLINE_FUNCTION double grid_spacing(const SurrogateGrid& g, int a) {
+  return a == 0 ? g.hx : (a == 1 ? g.hy : g.hz);
 }
 
 // Columns col0.. of f: for each field (û, then the C channels) and axis, ℓ·D1 and ℓ²·D2 (see the header).
 template <class T>
 void stencil_features(const Mat<T>& f, long col0, const ops::ConstVec<T>& u, const ConstMat<T>& extra, long C,
-                      long len, int dim, const SurrogateGrid& g, double lx, double ly, long first_field = 0) {
+                      long len, int dim, const SurrogateGrid& g, AxisLengths lengths, long first_field = 0) {
   const long tokens = f.extent(0);
   const SurrogateGrid grid = g;
-  const double sx = lx / 64.0, sy = ly / 64.0;
   Kokkos::parallel_for(
       "attnphys::surrogate_stencil", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
-        const long b = t / len, n = t - b * len, i = n % grid.nx, j = n / grid.nx;
+        const long b = t / len, n = t - b * len;
         auto at = [&](long q, long field) -> double {
           const long tt = b * len + q;
           return field == 0 ? double(u(tt)) : double(extra(tt, field - 1));
@@ -318,16 +419,8 @@ void stencil_features(const Mat<T>& f, long col0, const ops::ConstVec<T>& u, con
           const double c0 = at(n, field);
           for (int a = 0; a < dim; ++a) {
             long m, p;
-            double h, l;
-            if (a == 0) {
-              m = i > 0 ? n - 1 : (grid.px ? n + grid.nx - 1 : n);
-              p = i + 1 < grid.nx ? n + 1 : (grid.px ? n - grid.nx + 1 : n);
-              h = grid.hx, l = sx;
-            } else {
-              m = j > 0 ? n - grid.nx : (grid.py ? n + (grid.ny - 1) * grid.nx : n);
-              p = j + 1 < grid.ny ? n + grid.nx : (grid.py ? n - (grid.ny - 1) * grid.nx : n);
-              h = grid.hy, l = sy;
-            }
+            stencil_neighbours(grid, n, a, m, p);
+            const double h = grid_spacing(grid, a), l = lengths[a] / 64.0;
             const double fm = at(m, field), fp = at(p, field);
             const long col = col0 + ((field - first_field) * dim + a) * 2;
             f(t, col) = T(l * (fp - fm) / (2 * h));
@@ -337,34 +430,20 @@ void stencil_features(const Mat<T>& f, long col0, const ops::ConstVec<T>& u, con
       });
 }
 
-// The stencil neighbours (m, p) of grid point n along axis a: wrapped on a periodic axis, the point itself at the
-// edge of the others (as stencil_features reads them).
-KOKKOS_INLINE_FUNCTION void stencil_neighbours(const SurrogateGrid& g, long n, int a, long& m, long& p) {
-  const long i = n % g.nx, j = n / g.nx;
-  if (a == 0) {
-    m = i > 0 ? n - 1 : (g.px ? n + g.nx - 1 : n);
-    p = i + 1 < g.nx ? n + 1 : (g.px ? n - g.nx + 1 : n);
-  } else {
-    m = j > 0 ? n - g.nx : (g.py ? n + (g.ny - 1) * g.nx : n);
-    p = j + 1 < g.ny ? n + g.nx : (g.py ? n - (g.ny - 1) * g.nx : n);
-  }
-}
-
 // du += the adjoint of the stencil columns of û (field 0): with f1(t) = ℓ(u_p(t) − u_m(t))/(2h) and
 // f2(t) = ℓ²(u_p(t) − 2u_t + u_m(t))/h², du_n += Σ_t g1(t) ∂f1(t)/∂u_n + g2(t) ∂f2(t)/∂u_n. Gathered per n over the
 // tokens whose stencil touches n (n itself and its two neighbours), so no two threads write one value.
 template <class T>
 void stencil_input_gradient(const ops::Vec<T>& du, const ConstMat<T>& df, long col0, long len, int dim,
-                            const SurrogateGrid& g, double lx, double ly) {
+                            const SurrogateGrid& g, AxisLengths lengths) {
   const SurrogateGrid grid = g;
-  const double sx = lx / 64.0, sy = ly / 64.0;
   Kokkos::parallel_for(
       "attnphys::surrogate_stencil_backward", Kokkos::RangePolicy<ExecSpace>(0, long(du.extent(0))),
       KOKKOS_LAMBDA(long t) {
         const long b = t / len, n = t - b * len;
         double acc = 0;
         for (int a = 0; a < dim; ++a) {
-          const double h = a == 0 ? grid.hx : grid.hy, l = a == 0 ? sx : sy;
+          const double h = grid_spacing(grid, a), l = lengths[a] / 64.0;
           const double c1 = l / (2 * h), c2 = l * l / (h * h);
           const long col = col0 + 2 * a;
           long mn, pn;
@@ -415,10 +494,12 @@ void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, con
   }
   if (kind_ == Kind::Kernel) {
     kernel_forward(out, c, u, coords, batch, len, params);
+    if (opt_.conserve) conserve_mean<T>(out, u, batch, len);
     return;
   }
   if (kind_ == Kind::Conditioned) {
     conditioned_forward(out, c, u, extra, coords, batch, len, params);
+    if (opt_.conserve) conserve_mean<T>(out, u, batch, len);
     return;
   }
   const long tokens = batch * len, d = opt_.encoder.d_model, nf = opt_.encoder.d_in;
@@ -438,7 +519,7 @@ void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, con
   grow_view(c.readout, "attnphys::surrogate_readout", tokens, 1);
   surrogate_features<T>(c.features, u, C > 0 ? extra : ConstMat<T>(),
                         opt_.dt_input ? ops::ConstVec<T>(c.shift) : ops::ConstVec<T>(), coords, len, opt_.harmonics,
-                        opt_.coords == "harmonics", lengths_[0], dim_ > 1 ? lengths_[1] : 1.0);
+                        opt_.coords == "harmonics", axis_lengths(lengths_));
   if (opt_.stencil) {
     if (c.grid_key != coords.data() || c.grid_len != len) {
       c.grid = infer_grid<T>(coords, len, dim_, lengths_);
@@ -446,29 +527,43 @@ void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, con
       c.grid_len = len;
     }
     const long col0 = nf - (1 + C) * 2 * dim_;
-    stencil_features<T>(c.features, col0, u, C > 0 ? extra : ConstMat<T>(), C, len, dim_, c.grid, lengths_[0],
-                        dim_ > 1 ? lengths_[1] : 1.0);
+    stencil_features<T>(c.features, col0, u, C > 0 ? extra : ConstMat<T>(), C, len, dim_, c.grid,
+                        axis_lengths(lengths_));
   }
   ops::EncoderInputs<T> in;
   if (opt_.coords == "fourier") in.coords = coords;
   enc_.forward(c.hidden, c.enc, c.features, batch, len, params, in);
   ops::linear_forward<T>(c.readout, c.hidden, params.view2(head_ + "weight"), params.view1(head_ + "bias"));
   add_increment<T>(out, u, c.readout);
+  if (opt_.conserve) conserve_mean<T>(out, u, batch, len);
 }
 
 template <class T>
-void HeatSurrogate<T>::backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout,
+void HeatSurrogate<T>::backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout_in,
                                 const ParameterBuffer<T>& params, const ops::Vec<T>& du) const {
   ScopedRegion region("attnphys::heat_surrogate_backward");
   const bool want_du = du.extent(0) > 0;
   require(!want_du || long(du.extent(0)) == c.batch * c.len, "heat surrogate backward: input gradient of ",
           du.extent(0), " values, expected ", c.batch * c.len);
+  require(long(dout_in.extent(0)) == c.batch * c.len, "heat surrogate backward: gradient has ", dout_in.extent(0),
+          " values, expected ", c.batch * c.len);
+  // model.conserve: the kinds' backward sees the projected gradient; the input's share is added to du at the end.
+  if (opt_.conserve) {
+    grow_view(c.dconserved, "attnphys::surrogate_dconserved", c.batch * c.len);
+    conserve_mean_backward<T>(c.dconserved, dout_in, ops::Vec<T>(), c.batch, c.len);
+  }
+  const ops::ConstVec<T> dout = opt_.conserve ? ops::ConstVec<T>(c.dconserved.data(), c.batch * c.len) : dout_in;
+  const auto input_share = [&] {  // du += mean(dout_in) per sample, after the kinds' backward has written du
+    if (opt_.conserve && want_du) conserve_mean_backward<T>(c.dconserved, dout_in, du, c.batch, c.len);
+  };
   if (kind_ == Kind::Kernel) {
     kernel_backward(c, dout, params, du);
+    input_share();
     return;
   }
   if (kind_ == Kind::Conditioned) {
     conditioned_backward(c, dout, params, du);
+    input_share();
     return;
   }
   const long tokens = c.batch * c.len, d = opt_.encoder.d_model, nf = opt_.encoder.d_in;
@@ -487,9 +582,10 @@ void HeatSurrogate<T>::backward(SurrogateCache<T>& c, const ops::ConstVec<T>& do
   feature_input_gradient<T>(du, dout, c.dfeatures);
   if (opt_.stencil) {
     const long C = opt_.extra_inputs();
-    stencil_input_gradient<T>(du, c.dfeatures, nf - (1 + C) * 2 * dim_, c.len, dim_, c.grid, lengths_[0],
-                              dim_ > 1 ? lengths_[1] : 1.0);
+    stencil_input_gradient<T>(du, c.dfeatures, nf - (1 + C) * 2 * dim_, c.len, dim_, c.grid,
+                              axis_lengths(lengths_));
   }
+  input_share();
 }
 
 template <class T>
@@ -503,6 +599,7 @@ std::vector<double> HeatSurrogate<T>::attention_map(const SurrogateCache<T>& c, 
             opt_.kernel_layers - 1);
     require(query >= 0 && query < c.len, "attention map: query ", query, " outside 0..", c.len - 1);
     require(sample >= 0 && sample < c.batch, "attention map: sample ", sample, " outside 0..", c.batch - 1);
+    if (opt_.kernel_heads == 0) return mean;  // no global attention: zero weights
     ops::ScoreSpec<T> spec;
     spec.heads = opt_.kernel_heads;
     View1<T> row("attnphys::cond_row", c.len);
@@ -550,13 +647,13 @@ std::vector<double> HeatSurrogate<T>::operator_row(const SurrogateCache<T>& c, c
 // ---------------------------------------------------------------------------------------- kernel (coordinate) attention
 
 template <class T>
-void coordinate_harmonics(const Mat<T>& phi, const ConstMat<T>& coords, long harmonics, double lx, double ly) {
+void coordinate_harmonics(const Mat<T>& phi, const ConstMat<T>& coords, long harmonics, AxisLengths lengths) {
   const long len = phi.extent(0), dim = coords.extent(1);
   const double two_pi = 6.283185307179586;
   Kokkos::parallel_for(
       "attnphys::coordinate_harmonics", Kokkos::RangePolicy<ExecSpace>(0, len), KOKKOS_LAMBDA(long n) {
         for (long a = 0; a < dim; ++a) {
-          const double x = double(coords(n, a)) / (a == 0 ? lx : ly);
+          const double x = double(coords(n, a)) / lengths[a];
           for (long m = 1; m <= harmonics; ++m) {
             const long col = (a * harmonics + (m - 1)) * 2;
             phi(n, col) = T(math::cos(two_pi * m * x));
@@ -632,7 +729,7 @@ void HeatSurrogate<T>::kernel_forward(const ops::Vec<T>& out, SurrogateCache<T>&
   auto mix = [&](const ParameterBuffer<T>& p, long l, const SurrogateCache<T>& cc, Slot sl) {
     return kernel_mix<T>(p, lp(l), opt_.dt_input, cc.shift, sl);
   };
-  coordinate_harmonics<T>(c.phi, coords, opt_.harmonics, lengths_[0], dim_ > 1 ? lengths_[1] : 1.0);
+  coordinate_harmonics<T>(c.phi, coords, opt_.harmonics, axis_lengths(lengths_));
   c.qc.resize(L), c.kc.resize(L), c.u.resize(L), c.qh.resize(L), c.kh.resize(L), c.p.resize(L), c.o.resize(L);
   c.field.resize(L + 1);
   grow_view(c.field[0], "attnphys::kernel_field", tokens);
@@ -803,21 +900,26 @@ KOKKOS_INLINE_FUNCTION long local_axis(long i, long s, long n, bool periodic) {
   return k;
 }
 
-// ŷ(t) += Σ_s w(t, s) û(nb(t, s)) with nb(t, s) the grid neighbour of t at offset s = (sx, sy) ∈ {−r..r}^dim,
-// s index (sy + ry)(2r + 1) + sx + r.
+// ŷ(t) += Σ_s w(t, s) û(nb(t, s)) with nb(t, s) the grid neighbour of t at offset s = (sx, sy, sz) ∈ {−r..r}^dim,
+// s index ((sz + rz)(2ry + 1) + sy + ry)(2r + 1) + sx + r (x fastest).
 template <class T>
 void local_forward(const View1<T>& fout, const View2<T>& w, const View1<T>& fin, long len, long r, int dim,
                    const SurrogateGrid& g) {
   const SurrogateGrid grid = g;
-  const long ry = dim > 1 ? r : 0, wx = 2 * r + 1;
+  const long ry = dim > 1 ? r : 0, rz = dim > 2 ? r : 0, wx = 2 * r + 1, wy = 2 * ry + 1;
   Kokkos::parallel_for(
       "attnphys::cond_local", Kokkos::RangePolicy<ExecSpace>(0, long(fout.extent(0))), KOKKOS_LAMBDA(long t) {
-        const long b = t / len, n = t - b * len, i = n % grid.nx, j = n / grid.nx;
+        const long b = t / len, n = t - b * len, i = n % grid.nx, j = (n / grid.nx) % grid.ny,
+                   k = n / (grid.nx * grid.ny);
         T acc = 0;
-        for (long sy = -ry; sy <= ry; ++sy) {
-          const long jj = local_axis(j, sy, grid.ny, grid.py);
-          for (long sx = -r; sx <= r; ++sx)
-            acc += w(t, (sy + ry) * wx + sx + r) * fin(b * len + jj * grid.nx + local_axis(i, sx, grid.nx, grid.px));
+        for (long sz = -rz; sz <= rz; ++sz) {
+          const long kk = local_axis(k, sz, grid.nz, grid.pz);
+          for (long sy = -ry; sy <= ry; ++sy) {
+            const long jj = local_axis(j, sy, grid.ny, grid.py);
+            for (long sx = -r; sx <= r; ++sx)
+              acc += w(t, ((sz + rz) * wy + sy + ry) * wx + sx + r) *
+                     fin(b * len + (kk * grid.ny + jj) * grid.nx + local_axis(i, sx, grid.nx, grid.px));
+          }
         }
         fout(t) += acc;
       });
@@ -830,47 +932,65 @@ template <class T>
 void local_backward(const View2<T>& dw, const View1<T>& du, const View2<T>& w, const View1<T>& fin,
                     const View1<T>& g, long len, long r, int dim, const SurrogateGrid& gr) {
   const SurrogateGrid grid = gr;
-  const long ry = dim > 1 ? r : 0, wx = 2 * r + 1;
+  const long ry = dim > 1 ? r : 0, rz = dim > 2 ? r : 0, wx = 2 * r + 1, wy = 2 * ry + 1;
   const long tokens = fin.extent(0);
   Kokkos::parallel_for(
       "attnphys::cond_local_dw", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
-        const long b = t / len, n = t - b * len, i = n % grid.nx, j = n / grid.nx;
+        const long b = t / len, n = t - b * len, i = n % grid.nx, j = (n / grid.nx) % grid.ny,
+                   k = n / (grid.nx * grid.ny);
         const T gt = g(t);
-        for (long sy = -ry; sy <= ry; ++sy) {
-          const long jj = local_axis(j, sy, grid.ny, grid.py);
-          for (long sx = -r; sx <= r; ++sx)
-            dw(t, (sy + ry) * wx + sx + r) =
-                gt * fin(b * len + jj * grid.nx + local_axis(i, sx, grid.nx, grid.px));
+        for (long sz = -rz; sz <= rz; ++sz) {
+          const long kk = local_axis(k, sz, grid.nz, grid.pz);
+          for (long sy = -ry; sy <= ry; ++sy) {
+            const long jj = local_axis(j, sy, grid.ny, grid.py);
+            for (long sx = -r; sx <= r; ++sx)
+              dw(t, ((sz + rz) * wy + sy + ry) * wx + sx + r) =
+                  gt * fin(b * len + (kk * grid.ny + jj) * grid.nx + local_axis(i, sx, grid.nx, grid.px));
+          }
         }
       });
   Kokkos::parallel_for(
       "attnphys::cond_local_du", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
-        const long b = t / len, n = t - b * len, i = n % grid.nx, j = n / grid.nx;
+        const long b = t / len, n = t - b * len, i = n % grid.nx, j = (n / grid.nx) % grid.ny,
+                   k = n / (grid.nx * grid.ny);
         // Candidates along an axis: all points of a periodic axis shorter than the window, else the window.
-        const bool ax = grid.px && grid.nx <= wx, ay = grid.py && grid.ny <= 2 * ry + 1;
-        const long kx = ax ? grid.nx : wx, ky = ay ? grid.ny : 2 * ry + 1;
+        const bool ax = grid.px && grid.nx <= wx, ay = grid.py && grid.ny <= wy, az = grid.pz && grid.nz <= 2 * rz + 1;
+        const long kx = ax ? grid.nx : wx, ky = ay ? grid.ny : wy, kz = az ? grid.nz : 2 * rz + 1;
         T acc = 0;
-        for (long cy = 0; cy < ky; ++cy) {
-          long qy = ay ? cy : j - ry + cy;
-          if (!ay) {
-            if (grid.py)
-              qy = local_axis(qy, 0, grid.ny, true);
-            else if (qy < 0 || qy >= grid.ny)
+        for (long cz = 0; cz < kz; ++cz) {
+          long qz = az ? cz : k - rz + cz;
+          if (!az) {
+            if (grid.pz)
+              qz = local_axis(qz, 0, grid.nz, true);
+            else if (qz < 0 || qz >= grid.nz)
               continue;
           }
-          for (long cx = 0; cx < kx; ++cx) {
-            long qx = ax ? cx : i - r + cx;
-            if (!ax) {
-              if (grid.px)
-                qx = local_axis(qx, 0, grid.nx, true);
-              else if (qx < 0 || qx >= grid.nx)
+          for (long cy = 0; cy < ky; ++cy) {
+            long qy = ay ? cy : j - ry + cy;
+            if (!ay) {
+              if (grid.py)
+                qy = local_axis(qy, 0, grid.ny, true);
+              else if (qy < 0 || qy >= grid.ny)
                 continue;
             }
-            const long q = b * len + qy * grid.nx + qx;
-            for (long sy = -ry; sy <= ry; ++sy) {
-              if (local_axis(qy, sy, grid.ny, grid.py) != j) continue;
-              for (long sx = -r; sx <= r; ++sx)
-                if (local_axis(qx, sx, grid.nx, grid.px) == i) acc += w(q, (sy + ry) * wx + sx + r) * g(q);
+            for (long cx = 0; cx < kx; ++cx) {
+              long qx = ax ? cx : i - r + cx;
+              if (!ax) {
+                if (grid.px)
+                  qx = local_axis(qx, 0, grid.nx, true);
+                else if (qx < 0 || qx >= grid.nx)
+                  continue;
+              }
+              const long q = b * len + (qz * grid.ny + qy) * grid.nx + qx;
+              for (long sz = -rz; sz <= rz; ++sz) {
+                if (local_axis(qz, sz, grid.nz, grid.pz) != k) continue;
+                for (long sy = -ry; sy <= ry; ++sy) {
+                  if (local_axis(qy, sy, grid.ny, grid.py) != j) continue;
+                  for (long sx = -r; sx <= r; ++sx)
+                    if (local_axis(qx, sx, grid.nx, grid.px) == i)
+                      acc += w(q, ((sz + rz) * wy + sy + ry) * wx + sx + r) * g(q);
+                }
+              }
             }
           }
         }
@@ -882,7 +1002,7 @@ void local_backward(const View2<T>& dw, const View1<T>& du, const View2<T>& w, c
 // differences follow (written by stencil_features with first_field = 1).
 template <class T>
 void conditioning_features(const Mat<T>& cf, const ConstMat<T>& extra, const ops::ConstVec<T>& shift,
-                           const ConstMat<T>& coords, long len, long harmonics, double lx, double ly) {
+                           const ConstMat<T>& coords, long len, long harmonics, AxisLengths lengths) {
   const long tokens = cf.extent(0), dim = coords.extent(1), C = extra.extent(1);
   const bool has_shift = shift.extent(0) > 0;
   const long F = 2 * harmonics * dim;
@@ -891,7 +1011,7 @@ void conditioning_features(const Mat<T>& cf, const ConstMat<T>& extra, const ops
       "attnphys::conditioning_features", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
         const long n = t % len;
         for (long a = 0; a < dim; ++a) {
-          const double x = double(coords(n, a)) / (a == 0 ? lx : ly);
+          const double x = double(coords(n, a)) / lengths[a];
           for (long m = 1; m <= harmonics; ++m) {
             const long col = (a * harmonics + (m - 1)) * 2;
             cf(t, col) = T(math::cos(two_pi * m * x));
@@ -910,7 +1030,7 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
   const long H = opt_.kernel_heads, dk = opt_.kernel_dk, L = opt_.kernel_layers, d = opt_.encoder.d_model;
   const long C = opt_.extra_inputs(), F = 2 * opt_.harmonics * dim_, Fc = cond_width(), Dz = d + Fc, HD = H * dk;
   const long tokens = batch * len;
-  const double lx = lengths_[0], ly = dim_ > 1 ? lengths_[1] : 1.0;
+  const AxisLengths lens = axis_lengths(lengths_);
   require(long(u.extent(0)) == tokens && long(out.extent(0)) == tokens, "heat surrogate: fields hold ",
           u.extent(0), " values, expected batch*points = ", tokens);
   require(long(coords.extent(0)) == len && long(coords.extent(1)) == dim_, "heat surrogate: coordinates are ",
@@ -922,7 +1042,7 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
   c.len = len;
   grow_view(c.cond, "attnphys::cond_features", tokens, Fc);
   conditioning_features<T>(c.cond, extra, opt_.dt_input ? ops::ConstVec<T>(c.shift) : ops::ConstVec<T>(), coords, len,
-                           opt_.harmonics, lx, ly);
+                           opt_.harmonics, lens);
   const long S = local_size();
   if ((opt_.stencil || S > 0) && (c.grid_key != coords.data() || c.grid_len != len)) {
     c.grid = infer_grid<T>(coords, len, dim_, lengths_);
@@ -930,8 +1050,8 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
     c.grid_len = len;
   }
   if (opt_.stencil) {
-    stencil_features<T>(c.cond, F + C + (opt_.dt_input ? 1 : 0), ops::ConstVec<T>(), extra, C, len, dim_, c.grid, lx,
-                        ly, 1);
+    stencil_features<T>(c.cond, F + C + (opt_.dt_input ? 1 : 0), ops::ConstVec<T>(), extra, C, len, dim_, c.grid, lens,
+                        1);
   }
   // Trunk: z = [GELU(W1 c + b1), c].
   grow_view(c.cpre, "attnphys::cond_pre", tokens, d);
@@ -957,16 +1077,17 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
   spec.heads = H;
   for (long l = 0; l < L; ++l) {
     const std::string pre = cp(l);
+    grow_view(c.cm[l], "attnphys::cond_m", tokens, HD + 2);
+    ops::linear_forward<T>(c.cm[l], c.cz, params.view2(pre + "wm"), params.view1(pre + "bm"));
+    if (H > 0) {  // the global attention (model.kernel_heads = 0: none)
     grow_view(c.cq[l], "attnphys::cond_q", tokens, HD);
     grow_view(c.ck[l], "attnphys::cond_k", tokens, HD);
     grow_view(c.cg[l], "attnphys::cond_g", tokens, HD);
     grow_view(c.cv[l], "attnphys::cond_v", tokens, HD);
-    grow_view(c.cm[l], "attnphys::cond_m", tokens, HD + 2);
     grow_view(c.com[l], "attnphys::cond_om", tokens, HD);
     ops::linear_forward<T>(c.cq[l], c.cz, params.view2(pre + "wq"), params.view1(pre + "bq"));
     ops::linear_forward<T>(c.ck[l], c.cz, params.view2(pre + "wk"), params.view1(pre + "bk"));
     ops::linear_forward<T>(c.cg[l], c.cz, params.view2(pre + "wv"), params.view1(pre + "bv"));
-    ops::linear_forward<T>(c.cm[l], c.cz, params.view2(pre + "wm"), params.view1(pre + "bm"));
     {
       const auto v = c.cv[l], g = c.cg[l];
       const auto fl = c.field[l];
@@ -988,6 +1109,7 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
     grow_view(c.clse[l], "attnphys::cond_lse", batch * H, len);
     ops::sdpa_forward<T>(c.coh[l], c.cp[l], c.clse[l], c.cqh[l], c.ckh[l], c.cvh[l], spec, c.ws);
     ops::merge_heads<T>(c.com[l], 0, c.coh[l], batch, H);
+    }
     grow_view(c.field[l + 1], "attnphys::cond_field", tokens);
     {
       const auto m = c.cm[l], om = c.com[l];
@@ -1053,6 +1175,11 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
             gprev(t) = gt * m(t, HD);
           });
     }
+    const auto lin = [&](const char* w, const char* b, const View2<T>& dy) {
+      ops::linear_backward<T>(c.dz, params.view2(pre + w, Slot::Grads), params.view1(pre + b, Slot::Grads), dy, c.cz,
+                              params.view2(pre + w), true);
+    };
+    if (H > 0) {  // the global attention (model.kernel_heads = 0: none)
     ops::split_heads<T>(c.cdo3, c.cdo, 0, batch, H);
     ops::sdpa_backward<T>(c.cdq3, c.cdk3, c.cdv3, Mat<T>(), c.cdo3, c.cqh[l], c.ckh[l], c.cvh[l], c.coh[l], c.cp[l],
                           c.clse[l], spec, c.ws);
@@ -1074,13 +1201,10 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
             gprev(t) += acc;
           });
     }
-    const auto lin = [&](const char* w, const char* b, const View2<T>& dy) {
-      ops::linear_backward<T>(c.dz, params.view2(pre + w, Slot::Grads), params.view1(pre + b, Slot::Grads), dy, c.cz,
-                              params.view2(pre + w), true);
-    };
     lin("wq", "bq", c.cdq);
     lin("wk", "bk", c.cdk);
     lin("wv", "bv", c.cdg);
+    }
     lin("wm", "bm", c.cdm);
     if (S > 0) {  // the local term: its weights' gradient and its adjoint into û
       local_backward<T>(c.cdw, gp, c.cw[l], c.field[l], g, len, opt_.local_radius, dim_, c.grid);

@@ -125,6 +125,15 @@ HeatRunConfig HeatRunConfig::resolved() const {
     fail("model.kind = kernel is linear in the field with one kernel for every sample, so it cannot take the ",
          "per-sample inputs of the generated family (", c.data.family_name(), "): use model.kind = conditioned ",
          "(a kernel conditioned on them) or transformer");
+  if (c.model.conserve) {
+    require(c.data.bc == "periodic" || c.data.bc == "neumann", "model.conserve keeps each field's mean, which the ",
+            "heat equation conserves only with periodic or zero-flux boundaries, but data.bc = ", c.data.bc,
+            ": set model.conserve = false");
+    require(c.data.family.source == "none" && c.data.family.boundary == "zero" &&
+                std::find(c.data.channels.begin(), c.data.channels.end(), "source") == c.data.channels.end(),
+            "model.conserve keeps each field's mean, but this problem has sources or boundary data (",
+            c.data.family_name(), ") that change it: set model.conserve = false");
+  }
   c.model.extra_channels = long(c.data.channels.size());
   c.model.validate();
   return c;
@@ -176,9 +185,7 @@ HeatRunResult run_heat(const HeatRunConfig& cfg_in, const std::string& config_to
   // The field and each extra channel with its own statistics over the training pairs.
   const HeatNormalisation norm = normalisation_of(train);
   const double mu = norm.mean, sigma = norm.std;
-  std::vector<double> dbox{D.length};
-  if (D.dim > 1) dbox.push_back(D.box_y());
-  const HeatModelGrid grid = grid_of(train, dbox, D.bc);
+  const HeatModelGrid grid = grid_of(train, D.box(), D.bc);
 
   // Model, parameters, optimizer.
   HeatSurrogate<T> model(cfg.model, D.dim, encoding_lengths(D));

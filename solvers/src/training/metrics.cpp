@@ -70,6 +70,67 @@ FieldMetrics field_metrics(const double* pred, const double* ref, int ny, int nx
   return m;
 }
 
+FieldMetrics field_metrics(const double* pred, const double* ref, int nz, int ny, int nx) {
+  if (nz == 1) return field_metrics(pred, ref, ny, nx);
+  require(nz >= 1 && ny >= 1 && nx >= 1, "field_metrics: empty field ", nz, "x", ny, "x", nx);
+  const size_t n = size_t(nz) * ny * nx;
+  FieldMetrics m;
+  double se = 0, sr = 0, sum = 0, bse = 0;
+  long nb = 0;
+  std::vector<std::complex<double>> E(n);
+  for (int z = 0; z < nz; ++z)
+    for (int y = 0; y < ny; ++y)
+      for (int x = 0; x < nx; ++x) {
+        const size_t i = (size_t(z) * ny + y) * nx + x;
+        const double e = pred[i] - ref[i];
+        E[i] = e;
+        se += e * e;
+        sr += ref[i] * ref[i];
+        sum += e;
+        m.max_err = std::max(m.max_err, std::abs(e));
+        if (x == 0 || x == nx - 1 || y == 0 || y == ny - 1 || z == 0 || z == nz - 1) {
+          bse += e * e;
+          ++nb;
+        }
+      }
+  m.rmse = std::sqrt(se / n);
+  m.rel_l2 = sr > 0 ? std::sqrt(se / sr) : std::sqrt(se);
+  m.nrmse = m.rel_l2;
+  m.crmse = std::abs(sum) / n;
+  m.brmse = nb ? std::sqrt(bse / nb) : 0;
+  // Separable DFT, one axis at a time with a table of twiddles (evaluation-time only: O(n·(nx + ny + nz))).
+  auto axis_dft = [&](int len, size_t stride, size_t count_outer, size_t inner) {
+    std::vector<std::complex<double>> tw(static_cast<size_t>(len)), line(static_cast<size_t>(len));
+    for (int k = 0; k < len; ++k) tw[size_t(k)] = std::polar(1.0, -2 * M_PI * double(k) / len);
+    for (size_t o = 0; o < count_outer; ++o)
+      for (size_t in = 0; in < inner; ++in) {
+        const size_t base = o * size_t(len) * stride + in;
+        for (int k = 0; k < len; ++k) {
+          std::complex<double> s = 0;
+          for (int x = 0; x < len; ++x) s += E[base + size_t(x) * stride] * tw[size_t((long(k) * x) % len)];
+          line[size_t(k)] = s;
+        }
+        for (int k = 0; k < len; ++k) E[base + size_t(k) * stride] = line[size_t(k)];
+      }
+  };
+  axis_dft(nx, 1, size_t(nz) * ny, 1);
+  axis_dft(ny, size_t(nx), size_t(nz), size_t(nx));
+  axis_dft(nz, size_t(nx) * ny, 1, size_t(nx) * ny);
+  double band[3] = {0, 0, 0};
+  for (int kz = 0; kz < nz; ++kz)
+    for (int ky = 0; ky < ny; ++ky)
+      for (int kx = 0; kx < nx; ++kx) {
+        const int fz = std::min(kz, nz - kz), fy = std::min(ky, ny - ky), fx = std::min(kx, nx - kx);
+        const double k = std::floor(std::sqrt(double(fx) * fx + double(fy) * fy + double(fz) * fz));
+        const int b = k < 4 ? 0 : (k < 12 ? 1 : 2);
+        band[b] += std::norm(E[(size_t(kz) * ny + ky) * nx + kx]);
+      }
+  m.frmse_low = std::sqrt(band[0] / (double(n) * n));
+  m.frmse_mid = std::sqrt(band[1] / (double(n) * n));
+  m.frmse_high = std::sqrt(band[2] / (double(n) * n));
+  return m;
+}
+
 FieldMetrics mean_metrics(const std::vector<FieldMetrics>& v) {
   FieldMetrics m;
   if (v.empty()) return m;

@@ -82,7 +82,7 @@ struct HeatDataOptions {
   void validate() const;
   double h() const { return length / double(grid_nx()); }
   double horizon() const;       // Δt
-  long points() const { return grid_nx() * grid_ny(); }
+  long points() const { return grid_nx() * grid_ny() * grid_nz(); }
   heat::HeatProblem problem(long n_points) const;  // the problem on an n_points-per-axis grid
   // Generated pairs that need a solver per sample: a per-sample [family] (samples differ in more than their
   // initial field) or a nonlinear κ(u) law.
@@ -100,13 +100,17 @@ struct HeatDataOptions {
 
   // Not keys: set by resolve_heat_data.
   long file_nt = 0;             // snapshots per sample in data.file
-  long nx = 0, ny = 0;          // the grid (0: n per axis); 1D: ny = 1
+  long nx = 0, ny = 0, nz = 0;  // the grid (0: n per axis); 1D: ny = 1; 1D/2D: nz = 1
   double length_y = 0;          // box length along y (0: length)
+  double length_z = 0;          // box length along z (0: length)
   bool solver_physics = true;   // the reference solver reproduces the data (generated, or a file of our own)
   std::shared_ptr<const HeatFileInfo> info;  // data.file as inspected
   long grid_nx() const { return nx > 0 ? nx : n; }
   long grid_ny() const { return dim == 1 ? 1 : (ny > 0 ? ny : n); }
+  long grid_nz() const { return dim < 3 ? 1 : (nz > 0 ? nz : n); }
   double box_y() const { return length_y > 0 ? length_y : length; }
+  double box_z() const { return length_z > 0 ? length_z : length; }
+  std::vector<double> box() const;  // box length per axis
 };
 
 // A channel named in data.field / data.channels: a dataset and, for a trailing axis of C > 1 components, the one
@@ -137,11 +141,12 @@ struct HeatFileInfo {
   std::string physics_note;     // why the physics is taken from the file (empty with solver physics)
   std::string family;           // the file's 'family' attribute, if any
   int dim = 0;
-  long n = 0, nx = 0, ny = 1, samples = 0, nt = 0;
-  double h = 0, hy = 0, length = 0, length_y = 0, kappa = 0, dt = 0;  // dt: snapshot spacing t[1] − t[0]
+  long n = 0, nx = 0, ny = 1, nz = 1, samples = 0, nt = 0;
+  double h = 0, hy = 0, hz = 0, length = 0, length_y = 0, length_z = 0, kappa = 0;
+  double dt = 0;                // snapshot spacing t[1] − t[0]
   bool has_time = false;        // the file has time coordinates (else dt = 1 in snapshot units)
   std::string bc;               // the file's (solver physics) or data.bc
-  std::vector<double> x, y;     // the coordinates of the grid points along each axis
+  std::vector<double> x, y, z;  // the coordinates of the grid points along each axis
   FileChannel field;
   std::vector<FileChannel> channels;
 };
@@ -156,7 +161,7 @@ HeatDataOptions resolve_heat_data(const HeatDataOptions& options);
 // samples themselves: the Python API).
 HeatDataOptions resolve_heat_file(const HeatDataOptions& options);
 
-// A set of pairs on the device: inputs and targets [count, points] (row-major fields, x fastest), coordinates
+// A set of pairs on the device: inputs and targets [count, points] (row-major fields, x fastest, then y, then z), coordinates
 // [points, dim] of the grid points (physical units); tau [count]: each pair's horizon in base horizons; extra
 // [count, points, C]: the extra input channels (data.channels) of each pair's input, raw (empty when C = 0).
 // Trajectories for unrolled training (train.unroll = K > 1): later [count, K − 1, points] holds row r's field
@@ -164,7 +169,7 @@ HeatDataOptions resolve_heat_file(const HeatDataOptions& options);
 // those of the input, held fixed along the trajectory.
 struct HeatPairs {
   long count = 0, points = 0, n = 0;  // n: points along x
-  long nx = 0, ny = 1;
+  long nx = 0, ny = 1, nz = 1;
   int dim = 0;
   View2<double> inputs, targets;
   View2<double> coords;

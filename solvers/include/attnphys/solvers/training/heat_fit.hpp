@@ -8,10 +8,11 @@
 // Checkpoint (HDF5, attnphys_kind "heat_surrogate", format 1):
 //   /model/...            parameters and AdamW moments (h5::write_parameters)
 //   /best/params          the best validated parameters (when a validation ran)
-//   /grid/coords          [ny, nx, dim] (1D: [nx, 1]) physical coordinates of the training grid
+//   /grid/coords          [ny, nx, dim] (1D: [nx, 1]; 3D: [nz, ny, nx, 3]) physical coordinates of the training grid
 //   attributes            step, optimizer_steps, best_val_rel_l2, bad_evals, norm_mean, norm_std,
 //                         channel_names ("a,b"), channel_mean, channel_std (per extra channel, when any),
-//                         dim, bc, box_lengths, encoding_lengths, grid_shape ([ny, nx]), config (the TOML)
+//                         dim, bc, box_lengths, encoding_lengths, grid_shape ([ny, nx]; 3D: [nz, ny, nx]),
+//                         config (the TOML)
 // Checkpoints written before /grid and the dim/box attributes existed still load: the model's problem then comes
 // from the stored configuration (with data.file resolved again, so the file must still exist).
 #include <cmath>
@@ -98,8 +99,8 @@ struct HeatModelGrid {
   int dim = 2;
   std::string bc = "periodic";
   std::vector<double> box;       // box length per axis
-  long nx = 0, ny = 1;           // the training grid
-  std::vector<double> coords;    // [nx·ny, dim] its points (row-major, x fastest)
+  long nx = 0, ny = 1, nz = 1;   // the training grid
+  std::vector<double> coords;    // [nx·ny·nz, dim] its points (row-major, x fastest)
   std::vector<double> encoding_lengths() const;  // periods of the harmonic encoding (encoding_lengths in heat_data)
 };
 // The grid of a set of pairs on the box and boundary type given.

@@ -46,6 +46,11 @@
 // axes, the edge value repeated on the others), ℓ_a = L_a/64 of the encoding length: what a 3-point stencil sees,
 // given to every token at once, in physical units so that the model still runs on other grids.
 //
+// Conservation (model.conserve, any kind): ŷ_b ← ŷ_b − mean(ŷ_b) + mean(û_b) per sample, so that the predicted
+// field keeps the input's mean exactly, as the heat equation does with periodic or zero-flux (Neumann) boundaries
+// and no source (the run refuses it elsewhere). Points count equally (regular grids). Linear, so the kernel and
+// conditioned kinds stay linear in û; the backward pass projects the output gradient the same way.
+//
 // Coordinate encodings:
 //   harmonics: cos(2π m x/L), sin(2π m x/L), m = 1..M per axis (periodic-aware, exact on the torus);
 //   fourier:   the encoder's random Fourier features of the raw coordinates (any domain, irregular points);
@@ -73,6 +78,7 @@ struct SurrogateOptions {
   long local_radius = 0;            // conditioned: radius r of the κ-conditioned local stencil (0: none)
   long extra_channels = 0;          // not a key: extra input channels per token (set from data.channels by the run)
   bool dt_input = false;            // the horizon τ = Δt/Δt_base as an input (see above)
+  bool conserve = false;            // project every output onto the input's mean (see below)
   SurrogateOptions();
   void declare(OptionSet& set);
   void validate() const;
@@ -84,9 +90,10 @@ struct SurrogateOptions {
 
 // The regular grid behind a coordinate list [N, dim] (x fastest), as the stencil features read it.
 struct SurrogateGrid {
-  long nx = 0, ny = 1;
-  double hx = 1, hy = 1;
-  bool px = false, py = false;  // periodic axes (the encoding length is n·h; non-periodic boxes are encoded as 2L)
+  long nx = 0, ny = 1, nz = 1;
+  double hx = 1, hy = 1, hz = 1;
+  bool px = false, py = false, pz = false;  // periodic axes (the encoding length is n·h; non-periodic boxes are
+                                            // encoded as 2L)
 };
 
 // Saved activations of one forward pass (grow-only, reused across steps).
@@ -101,6 +108,7 @@ struct SurrogateCache {
   View2<T> readout;   // [B*N, 1]
   View2<T> dhidden;   // [B*N, d]
   View2<T> dfeatures; // [B*N, F]: gradient of the token features (backward with an input gradient)
+  View1<T> dconserved; // [B*N]: model.conserve, the output gradient projected onto zero-mean fields
   ops::EncoderCache<T> enc;
   // kernel kind, per layer l: coordinate features phi [N, F], q/k [N, H*dk] and per head [H, N, dk],
   // probabilities p [H, N, N], the layer's input field as columns u [N, B], head outputs o [H, N, B].
@@ -127,7 +135,7 @@ struct SurrogateCache {
 template <class T>
 class HeatSurrogate {
  public:
-  // dim: 1 or 2; lengths: per axis, the period of the harmonic encoding (the box, or twice it on a non-periodic
+  // dim: 1, 2 or 3; lengths: per axis, the period of the harmonic encoding (the box, or twice it on a non-periodic
   // box: encoding_lengths in heat_data.hpp).
   HeatSurrogate(SurrogateOptions options, int dim, std::vector<double> lengths);
   const SurrogateOptions& options() const { return opt_; }

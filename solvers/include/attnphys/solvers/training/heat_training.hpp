@@ -119,6 +119,7 @@ struct HeatRunResult {
   double best_val_rel_l2 = 0;
   long n_parameters = 0;
   FieldMetrics test;            // mean over test pairs of one base horizon, at the training resolution
+  double identity_rel_l2 = 0;   // the same for u(t) itself as the prediction (the baseline a model must beat)
   std::vector<double> test_rel_l2_by_horizon;  // mean relative L2 per entry of data.horizons (when several)
   FieldMetrics transfer;        // mean over samples at eval.transfer_n
   std::vector<double> rollout;  // mean relative L2 after k = 1..rollout_steps horizons

@@ -20,6 +20,9 @@ struct FieldMetrics {
 };
 
 FieldMetrics field_metrics(const double* pred, const double* ref, int ny, int nx);
+// The same on a 3D field [nz, ny, nx]: boundary points are the outermost layer of cells, the radial wavenumber
+// k = floor(sqrt(kx² + ky² + kz²)). nz = 1 gives the 2D metrics.
+FieldMetrics field_metrics(const double* pred, const double* ref, int nz, int ny, int nx);
 
 // Mean of each metric over samples (what the metrics table prints).
 FieldMetrics mean_metrics(const std::vector<FieldMetrics>& per_sample);
