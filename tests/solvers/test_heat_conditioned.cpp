@@ -416,3 +416,34 @@ TEST(HeatConditionedLocal, RadiusZeroAndZeroWeightsAreBitIdenticalToTheModelWith
   so.extra_channels = 0;
   EXPECT_THROW(so.validate(), Error);
 }
+
+// model.conserve: every predicted field keeps its input's mean exactly (periodic or zero-flux heat without
+// sources), for the conditioned and the generic kind; gradients through the projection against central differences.
+TEST(HeatConserve, PredictionKeepsTheInputMeanAndGradientsMatchCentralDifferences) {
+  for (const char* kind : {"conditioned", "transformer"}) {
+    SurrogateOptions so = cond_options(1, false, false, 2, "dense");
+    so.kind = kind;
+    so.encoder.n_heads = 2;
+    for (bool conserve : {false, true}) {
+      so.conserve = conserve;
+      CondSetup s(so);
+      const auto y = s.run();
+      auto hu = to_host(s.u);
+      double worst = 0;
+      for (long b = 0; b < s.B; ++b) {
+        double my = 0, mu = 0;
+        for (long n = 0; n < s.N; ++n) my += y[b * s.N + n], mu += hu(b * s.N + n);
+        worst = std::max(worst, std::abs(my - mu) / double(s.N));
+      }
+      if (conserve)
+        EXPECT_LT(worst, 1e-13) << kind;
+      else
+        EXPECT_GT(worst, 1e-3) << kind << ": at a generic point the unconstrained model changes the mean";
+    }
+    double wp = 1, wi = 1;
+    check_gradients(so, &wp, &wi);
+    std::printf("%s with model.conserve: worst parameter gradient error %.2e, input %.2e\n", kind, wp, wi);
+    EXPECT_LT(wp, 1e-7) << kind;
+    EXPECT_LT(wi, 1e-7) << kind;
+  }
+}
