@@ -81,4 +81,68 @@ double correlation(const Mps& psi, const std::string& op1, int i, const std::str
   return expectation(a.to_mpo(), psi);
 }
 
+namespace {
+// Sum over s', s of o(s', s) A[s']^T E A[s] (A[s] the dl x dr block of physical index s): E carried one site right.
+Eigen::MatrixXd transfer(const SiteTensor& t, const Eigen::MatrixXd& e, const Eigen::MatrixXd& o) {
+  Eigen::MatrixXd out = Eigen::MatrixXd::Zero(t.dr, t.dr);
+  for (int s = 0; s < t.d; ++s) {
+    bool any = false;
+    for (int sp = 0; sp < t.d; ++sp) any = any || o(sp, s) != 0.0;
+    if (!any) continue;
+    const Eigen::MatrixXd es = e * t.data.middleRows(long(t.dl) * s, t.dl);  // dl x dr
+    for (int sp = 0; sp < t.d; ++sp)
+      if (o(sp, s) != 0.0) out.noalias() += o(sp, s) * t.data.middleRows(long(t.dl) * sp, t.dl).transpose() * es;
+  }
+  return out;
+}
+
+void require_operator(const Eigen::MatrixXd& o, int d, const char* what) {
+  require(o.rows() == d && o.cols() == d, what, ": the operator is ", o.rows(), " x ", o.cols(), ", the sites have d = ",
+          d);
+  require(o.allFinite(), what, ": the operator has NaN or infinite entries");
+}
+}  // namespace
+
+std::vector<double> local_expectations(const Mps& in, const Eigen::MatrixXd& o) {
+  require(in.size() >= 1, "local_expectations: empty MPS");
+  require_operator(o, in.local_dim(), "local_expectations");
+  Mps psi = in;
+  psi.canonicalize(0);
+  const double nrm2 = psi[0].data.squaredNorm();
+  std::vector<double> out;
+  for (int i = 0; i < psi.size(); ++i) {
+    psi.shift_center(i);
+    const auto& a = psi[i];
+    const Eigen::MatrixXd one = Eigen::MatrixXd::Identity(a.dl, a.dl);
+    out.push_back(transfer(a, one, o).trace() / nrm2);
+  }
+  return out;
+}
+
+Eigen::MatrixXd correlation_matrix(const Mps& in, const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  require(in.size() >= 1, "correlation_matrix: empty MPS");
+  require_operator(a, in.local_dim(), "correlation_matrix");
+  require_operator(b, in.local_dim(), "correlation_matrix");
+  const int n = in.size();
+  Mps psi = in;
+  psi.canonicalize(0);
+  const double nrm2 = psi[0].data.squaredNorm();
+  const Eigen::MatrixXd ab = a * b, id = Eigen::MatrixXd::Identity(in.local_dim(), in.local_dim());
+  Eigen::MatrixXd c(n, n);
+  for (int i = 0; i < n; ++i) {
+    psi.shift_center(i);  // left of i left-orthonormal, right of i right-orthonormal
+    const auto& t = psi[i];
+    const Eigen::MatrixXd one = Eigen::MatrixXd::Identity(t.dl, t.dl);
+    c(i, i) = transfer(t, one, ab).trace() / nrm2;
+    Eigen::MatrixXd ea = transfer(t, one, a), eb = transfer(t, one, b);  // A_i (row i) and B_i (column i) opened
+    for (int j = i + 1; j < n; ++j) {
+      const auto& u = psi[j];
+      c(i, j) = transfer(u, ea, b).trace() / nrm2;  // <A_i B_j>
+      c(j, i) = transfer(u, eb, a).trace() / nrm2;  // <A_j B_i>
+      if (j + 1 < n) ea = transfer(u, ea, id), eb = transfer(u, eb, id);
+    }
+  }
+  return c;
+}
+
 }  // namespace attnphys::mps

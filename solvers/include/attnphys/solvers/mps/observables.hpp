@@ -20,4 +20,9 @@ std::vector<double> local_expectations(const Mps& psi, const std::string& op);
 // <O1_i O2_j> (i != j).
 double correlation(const Mps& psi, const std::string& op1, int i, const std::string& op2, int j);
 
+// The same for any d x d operator matrices <s'|O|s>: <O_i> on every site, and the whole matrix C(i, j) =
+// <A_i B_j> (C(i, i) = <(A B)_i>) in O(n^2 chi^3) -- one transfer sweep from each site, in mixed canonical form.
+std::vector<double> local_expectations(const Mps& psi, const Eigen::MatrixXd& op);
+Eigen::MatrixXd correlation_matrix(const Mps& psi, const Eigen::MatrixXd& a, const Eigen::MatrixXd& b);
+
 }  // namespace attnphys::mps

@@ -8,6 +8,7 @@
 // contiguous matrix (the GEMMs of the sweep run on those). An MPO bond state a carries the charge D(a) that the
 // operator string left of it has added (S+ : +2, S- : -2, Sz, Id : 0); the AutoMPO chains (Heisenberg, XXZ, J1-J2)
 // have one such charge per state, the TFIM (X flips one spin) has none and stays on the dense path.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,5 +108,19 @@ double correlation(const QMps& psi, const std::string& op1, int i, const std::st
 double spin_correlation(const QMps& psi, int i, int j);
 // von Neumann entropy of every bond from the Schmidt values of each sector (block SVD sweep).
 std::vector<double> entanglement_entropies(const QMps& psi);
+
+// Brings any U(1) MPS into right-canonical form (block LQ decompositions from the right: every site but the first
+// right-orthonormal, sectors no state reaches dropped) with unit norm; the state it describes is unchanged.
+void right_canonicalize(QMps& psi);
+
+// A random state of total charge two_sz (= 2 Sz) with bond dimension at most chi, deterministic in seed: random
+// Gaussian blocks on sectors chosen around the straight line from charge 0 to two_sz, then right_canonicalize.
+QMps random_qmps(int n, int chi, int two_sz, unsigned long seed);
+
+// The U(1) form of a dense MPS whose bond states each carry a definite charge (as QMps::to_dense_mps and the
+// dense DMRG from a product state give them: every nonzero entry A(l, s, r) has Q(l) + q(s) = Q(r)), with the
+// bond states regrouped by charge; nullopt (and the reason) when some bond state mixes charges. Exact: no
+// tolerance, no entry dropped but those of bond states that carry no amplitude.
+std::optional<QMps> qmps_from_dense(const Mps& psi, std::string* reason = nullptr);
 
 }  // namespace attnphys::mps
