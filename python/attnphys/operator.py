@@ -3,7 +3,7 @@
 ``Surrogate`` is the attention surrogate of `attnphys train heat` (every grid point a token; the same model, loss,
 optimizer, checkpoint format and numbers), ``Trainer`` trains it on your arrays or on a PDEBench-layout HDF5 file.
 
-Arrays are in the solver's axis order, the last axis x: fields are ``[samples, ny, nx]`` in 2D and
+Arrays are in the solver's axis order, the last axis x: fields are ``[samples, nz, ny, nx]`` in 3D, ``[samples, ny, nx]`` in 2D and
 ``[samples, nx]`` in 1D (``predict`` also takes one field ``[ny, nx]`` / ``[nx]``). Extra input channels (the
 diffusivity kappa, a source, boundary data, any static per-sample field) have the shape of the fields. Values must
 be floating point (float16/32/64) and finite: integer, boolean or complex arrays, NaN and inf are refused with
@@ -189,7 +189,7 @@ class Surrogate:
     channels: names of the extra per-point inputs (static per sample), e.g. ("kappa",); each is normalised with its
         own mean and standard deviation over the training data.
     dt_input: the horizon tau = dt / dt_base as an input (train with several tau; predict(tau=...)).
-    dim, lengths, bc: the problem's dimension (1 or 2), box lengths per axis (None: 1.0 each) and boundary type
+    dim, lengths, bc: the problem's dimension (1, 2 or 3), box lengths per axis (None: 1.0 each) and boundary type
         ("periodic", "dirichlet", "neumann"; sets the coordinate encoding's period).
     dtype: "float32" (the training precision; "float64" is not available).
     seed: parameter initialisation.
@@ -212,8 +212,8 @@ class Surrogate:
             raise Error(f"{w}: dtype='{dtype}' is not available: the surrogate trains and predicts in float32 "
                         f"(predictions come back as float64); use dtype='float32'")
         dim = _int(w, "dim", dim)
-        if dim not in (1, 2):
-            raise Error(f"{w}: dim must be 1 or 2, got {dim}")
+        if dim not in (1, 2, 3):
+            raise Error(f"{w}: dim must be 1, 2 or 3, got {dim}")
         bc = _str(w, "bc", bc, ("periodic", "dirichlet", "neumann"))
         if lengths is None:
             lengths = (1.0,) * dim
@@ -321,10 +321,12 @@ class Surrogate:
 
     @property
     def grid_shape(self):
-        """The training grid, (ny, nx) in 2D and (nx,) in 1D; None before training."""
+        """The training grid, (nz, ny, nx) in 3D, (ny, nx) in 2D and (nx,) in 1D; None before training."""
         g = self._m.grid
         if not g["nx"]:
             return None
+        if g["dim"] == 3:
+            return (int(g["nz"]), int(g["ny"]), int(g["nx"]))
         return (int(g["nx"]),) if g["dim"] == 1 else (int(g["ny"]), int(g["nx"]))
 
     @property
@@ -342,8 +344,8 @@ class Surrogate:
         """[S, *grid] float64 from a, and whether a was one field without the sample axis."""
         arr = _array(where, name, a)
         d = self.dim
-        grid = "[nx]" if d == 1 else "[ny, nx]"
-        batched = "[samples, nx]" if d == 1 else "[samples, ny, nx]"
+        grid = {1: "[nx]", 2: "[ny, nx]", 3: "[nz, ny, nx]"}[d]
+        batched = {1: "[samples, nx]", 2: "[samples, ny, nx]", 3: "[samples, nz, ny, nx]"}[d]
         if arr.ndim == d + 1:
             single = False
         elif allow_single and arr.ndim == d:
@@ -360,7 +362,7 @@ class Surrogate:
         """Per axis (x, y) of fields on `grid` = (ny, nx) / (nx,): (origin, offset, spacing). The box along the axis
         is [origin, origin + L]; point i sits at origin + (i + offset) * spacing, with the training grid's origin and
         offset (0 and 0 on a periodic box, 0 and 1/2 otherwise, before training)."""
-        n = list(reversed(grid))  # nx, ny
+        n = list(reversed(grid))  # nx, ny, nz
         g = self._m.grid
         out = []
         for a in range(self.dim):
@@ -368,7 +370,7 @@ class Surrogate:
             origin, offset = 0.0, (0.0 if self.bc == "periodic" else 0.5)
             if g["coords"] is not None:
                 first = float(_np.asarray(g["coords"])[:, a].min())
-                h_train = self.lengths[a] / (g["nx"] if a == 0 else g["ny"])
+                h_train = self.lengths[a] / g[("nx", "ny", "nz")[a]]
                 cells = first / h_train
                 offset = cells - _np.floor(cells + 1e-9)
                 origin = first - offset * h_train
@@ -387,6 +389,9 @@ class Surrogate:
                    zip(axes, reversed(grid))]
             if self.dim == 1:
                 return pts[0][:, None].copy()
+            if self.dim == 3:
+                zz, yy, xx = _np.meshgrid(pts[2], pts[1], pts[0], indexing="ij")  # [nz, ny, nx] each
+                return _np.ascontiguousarray(_np.stack([xx.ravel(), yy.ravel(), zz.ravel()], axis=1))
             xx, yy = _np.meshgrid(pts[0], pts[1])  # [ny, nx] each
             return _np.ascontiguousarray(_np.stack([xx.ravel(), yy.ravel()], axis=1))
         c = _array(where, "coords", coords)
@@ -401,7 +406,7 @@ class Surrogate:
             L = self.lengths[a]
             tol = 1e-6 * L
             if c[:, a].min() < origin - tol or c[:, a].max() > origin + L + tol:
-                raise Error(f"{where}: coords along {'xy'[a]} span [{c[:, a].min():g}, {c[:, a].max():g}], outside "
+                raise Error(f"{where}: coords along {'xyz'[a]} span [{c[:, a].min():g}, {c[:, a].max():g}], outside "
                             f"the model's box [{origin:g}, {origin + L:g}] (lengths={self.lengths}); positions are "
                             f"physical, so a grid on another box needs a model built with Surrogate(lengths=...) "
                             f"for that box")
@@ -484,7 +489,8 @@ class Surrogate:
                 y = y.reshape(S, P)
         return {"inputs": x.reshape(S, P), "targets": y,
                 "coords": self._coords(where, coords, grid), "channels": self._channels(where, channels, S, grid),
-                "tau": self._tau(where, tau, S), "nx": int(grid[-1]), "ny": int(grid[0]) if self.dim == 2 else 1}
+                "tau": self._tau(where, tau, S), "nx": int(grid[-1]), "ny": int(grid[-2]) if self.dim >= 2 else 1,
+                "nz": int(grid[0]) if self.dim == 3 else 1}
 
     # ---------------------------------------------------------------------------------------------- predict
     def predict(self, fields, kappa=None, source=None, boundary=None, channels=None, tau=None, coords=None, batch=32):

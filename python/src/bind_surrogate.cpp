@@ -89,15 +89,17 @@ View2<double> to_view(const Array<double>& a, long rows, long cols, const char* 
 // Pairs from arrays: inputs [S, P], targets [S, P] or trajectories [S, K, P] (targets[:, j] the field j + 1 horizons
 // on: HeatPairs::later for train.unroll), coords [P, dim], extra [S, P, C] (C = 0: None), tau [S] (None: 1).
 HeatPairs make_pairs(const Array<double>& inputs, const py::object& targets, const Array<double>& coords, long nx,
-                     long ny, int dim, const py::object& extra, const py::object& tau, long channels) {
+                     long ny, long nz, int dim, const py::object& extra, const py::object& tau, long channels) {
   require(inputs.ndim() == 2, "inputs: expected [samples, points], got ", shape_str(inputs));
   const long S = long(inputs.shape(0)), P = long(inputs.shape(1));
-  require(P == nx * ny, "inputs: ", P, " points per sample for a ", nx, "x", ny, " grid");
+  require(P == nx * ny * nz, "inputs: ", P, " points per sample for a ", nx, "x", ny,
+          nz > 1 ? "x" + std::to_string(nz) : std::string(), " grid");
   HeatPairs p;
   p.count = S;
   p.points = P;
   p.n = p.nx = nx;
   p.ny = ny;
+  p.nz = nz;
   p.dim = dim;
   p.inputs = to_view(inputs, S, P, "inputs");
   if (targets.is_none()) {
@@ -281,7 +283,8 @@ py::dict fit_arrays(PyModel& pm, const py::dict& train, const py::object& val, c
   const long C = long(m.channel_names().size());
   auto pairs = [&](const py::dict& d) {
     return make_pairs(d["inputs"].cast<Array<double>>(), d["targets"], d["coords"].cast<Array<double>>(),
-                      d["nx"].cast<long>(), d["ny"].cast<long>(), m.grid().dim, d["channels"], d["tau"], C);
+                      d["nx"].cast<long>(), d["ny"].cast<long>(), d.contains("nz") ? d["nz"].cast<long>() : 1L,
+                      m.grid().dim, d["channels"], d["tau"], C);
   };
   const auto topt = train_options(options);
   auto lock = lock_model(pm);
@@ -327,8 +330,7 @@ py::dict fit_file(PyModel& pm, const std::string& path, const std::string& field
     r = training::resolve_heat_file(o);
     require(r.bc == g.bc, "fit('", path, "'): the file's boundary type is ", r.bc, " but the model was built with bc='",
             g.bc, "': build it with Surrogate(bc='", r.bc, "')");
-    const std::vector<double> box = g.dim == 1 ? std::vector<double>{r.length}
-                                               : std::vector<double>{r.length, r.box_y()};
+    const std::vector<double> box = r.box();
     bool same = true;
     for (int a = 0; a < g.dim; ++a) same = same && std::abs(box[a] - g.box[a]) <= 1e-5 * g.box[a];
     auto num = [](double v) {
@@ -409,8 +411,9 @@ py::dict grid_dict(const HeatModel& m) {
   d["box"] = g.box;
   d["nx"] = g.nx;
   d["ny"] = g.ny;
+  d["nz"] = g.nz;
   if (!g.coords.empty()) {
-    Array<double> c(std::vector<long>{g.nx * g.ny, long(g.dim)});
+    Array<double> c(std::vector<long>{g.nx * g.ny * g.nz, long(g.dim)});
     std::copy(g.coords.begin(), g.coords.end(), c.mutable_data());
     d["coords"] = c;
   } else {

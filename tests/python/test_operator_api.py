@@ -246,6 +246,34 @@ def test_default_conditioned_model_of_the_cli_in_1d(tmp_path):
     np.testing.assert_allclose(model.predict(inputs, kappa=kappa), prediction, rtol=1e-5, atol=1e-6)
 
 
+def test_3d_checkpoint_of_the_cli_loads_and_predicts_eval_numbers(tmp_path):
+    """A 3D run of `attnphys train heat` (data.dim = 3, a log-normal κ family, the conditioned kind with its local
+    stencil and one attention head): Surrogate.load gives a 3D model on the (nz, ny, nx) grid, predicts eval.h5's
+    numbers from the [samples, nz, ny, nx] inputs and κ the evaluation saved, and refuses 2D fields."""
+    h5py = pytest.importorskip("h5py")
+    sets = []
+    for s in ["data.dim=3", "data.n=8", "data.n_train=16", "data.n_val=4", "data.n_test=4", "data.length_scale=0.25",
+              "data.horizon_ftcs_steps=4", "data.reference_substeps=4", "model.kernel_heads=1", "model.kernel_dk=4",
+              "model.local_radius=1", "model.harmonics=2", "model.d_model=8", "train.steps=20", "train.batch=4",
+              "train.eval_every=10", "train.progress=false", "eval.rollout_steps=2", "eval.transfer_n=0",
+              "eval.speed=false", f"train.out_dir={tmp_path}"]:
+        sets += ["--set", s]
+    _cli(["train", "heat", "--json"] + sets)
+    model = Surrogate.load(tmp_path / "checkpoint.h5")
+    assert model.kind == "conditioned" and model.dim == 3 and model.grid_shape == (8, 8, 8)
+    assert model.channels == ("kappa",) and len(model.lengths) == 3
+    with h5py.File(tmp_path / "eval.h5", "r") as f:
+        inputs, prediction = f["fields/input"][()], f["fields/prediction"][()]
+        kappa = f["fields/channels/kappa"][()]
+    assert inputs.shape == (4, 8, 8, 8) and kappa.shape == inputs.shape
+    assert np.allclose(kappa.max(axis=(1, 2, 3)) / kappa.min(axis=(1, 2, 3)), 5.0)  # the family's contrast
+    np.testing.assert_allclose(model.predict(inputs, kappa=kappa), prediction, rtol=1e-5, atol=1e-6)
+    one = model.predict(inputs[0], kappa=kappa[0])  # one field [nz, ny, nx]
+    assert one.shape == (8, 8, 8)
+    with pytest.raises(attnphys.Error, match=r"\[samples, nz, ny, nx\]"):
+        model.predict(inputs[:, 0, 0], kappa=kappa[:, 0, 0])
+
+
 def test_horizon_input_learns_two_horizons():
     """dt_input: one model for tau = 1 and 2 base horizons; predict(tau=2) follows the longer horizon."""
     n, dt = 32, 25.0 / (32 * 32 * 2)
@@ -407,8 +435,8 @@ def test_bad_options_raise_attnphys_error_with_what_to_fix():
         Surrogate(lengths=(1.0,))
     with pytest.raises(E, match="bc='wall' is not one of periodic, dirichlet, neumann"):
         Surrogate(bc="wall")
-    with pytest.raises(E, match="dim must be 1 or 2, got 3"):
-        Surrogate(dim=3)
+    with pytest.raises(E, match="dim must be 1, 2 or 3, got 4"):
+        Surrogate(dim=4)
     m = Surrogate()
     with pytest.raises(E, match=r"unknown option 'learning_rate'"):
         Trainer(m, learning_rate=1e-3)
