@@ -17,10 +17,13 @@ namespace attnphys::python {
 namespace {
 
 // mps.dmrg(model=..., n=..., chi=...): the job of `attnphys dmrg` (mps::run_dmrg), its result as the JSON text of
-// DmrgRunResult::to_json (attnphys/mps.py makes the dict from it).
+// DmrgRunResult::to_json (attnphys/mps.py makes the dict from it). The keywords are DmrgRunConfig's typed fields
+// (their defaults too, but for the model: heisenberg, n = 20); options={"dmrg.KEY": value} reaches every other key
+// the CLI declares (DmrgOptions: energy_tol, davidson_adaptive, ...), checked the same way as --set.
 std::string dmrg_job(const std::string& model, int n, const std::string& bc, double J, double h, double delta,
                      double j2, int chi, int sweeps, double cutoff, double noise, int niter, bool variance,
-                     const std::string& save, const std::string& symmetry) {
+                     const std::string& save, const std::string& symmetry,
+                     const std::map<std::string, py::object>& options) {
   mps::DmrgRunConfig cfg;
   cfg.model.model = model, cfg.model.n = n, cfg.model.bc = bc, cfg.model.J = J, cfg.model.h = h;
   cfg.model.delta = delta, cfg.model.j2 = j2;
@@ -29,6 +32,20 @@ std::string dmrg_job(const std::string& model, int n, const std::string& bc, dou
   cfg.save = save;
   cfg.symmetry = mps::parse_symmetry(symmetry);
   cfg.validate();
+  if (!options.empty()) {
+    static const char* keyword_keys[] = {"dmrg.chi", "dmrg.sweeps", "dmrg.cutoff", "dmrg.noise", "dmrg.niter",
+                                         "dmrg.variance", "dmrg.save", "dmrg.symmetry"};
+    for (const auto& [k, v] : options) {
+      require(k.rfind("model.", 0) != 0, "dmrg: options['", k, "']: give the model as keywords (model=, n=, bc=, J=, ",
+              "h=, delta=, j2=)");
+      for (const char* kk : keyword_keys)
+        require(k != kk, "dmrg: options['", k, "']: give it as the keyword ", k.substr(5), "=");
+    }
+    OptionSet set;
+    cfg.declare(set);
+    apply_options(set, options);
+    cfg.resolve();
+  }
   py::gil_scoped_release release;
   return mps::run_dmrg(cfg).to_json().dump();
 }
@@ -162,15 +179,20 @@ Array<double> to_array(const Eigen::MatrixXd& m) {
 
 void bind_mps(py::module_& m) {
   auto sub = m.def_submodule("mps", "Matrix product states: two-site DMRG baselines for the spin chains");
-  sub.def("_dmrg_job", &dmrg_job, py::arg("model") = "heisenberg", py::arg("n") = 20, py::arg("bc") = "open",
-          py::arg("J") = 1.0, py::arg("h") = 1.0, py::arg("delta") = 1.0, py::arg("j2") = 0.5, py::arg("chi") = 100,
-          py::arg("sweeps") = 12, py::arg("cutoff") = 1e-12, py::arg("noise") = 1e-5, py::arg("niter") = 4,
-          py::arg("variance") = true, py::arg("save") = "", py::arg("symmetry") = "auto",
-          "Ground state of a chain (tfim | xxz | heisenberg | j1j2) by two-site DMRG; returns the JSON text of a dict with energy, "
-          "variance, max_bond_dimension, truncation_error, sweeps, converged, seconds, entropies, entropy_mid, "
-          "magnetization (<Sz_i>) and sweep_energies, convergence_reason (None when converged) and symmetry. save: optional "
+  const mps::DmrgRunConfig d;  // the keywords' defaults are the job's
+  sub.def("_dmrg_job", &dmrg_job, py::arg("model") = "heisenberg", py::arg("n") = 20, py::arg("bc") = d.model.bc,
+          py::arg("J") = d.model.J, py::arg("h") = d.model.h, py::arg("delta") = d.model.delta,
+          py::arg("j2") = d.model.j2, py::arg("chi") = d.chi, py::arg("sweeps") = d.sweeps,
+          py::arg("cutoff") = d.cutoff, py::arg("noise") = d.noise, py::arg("niter") = d.niter,
+          py::arg("variance") = d.variance, py::arg("save") = d.save,
+          py::arg("symmetry") = std::string(mps::symmetry_name(d.symmetry)),
+          py::arg("options") = std::map<std::string, py::object>{},
+          "Ground state of a chain (tfim | xxz | heisenberg | j1j2) by two-site DMRG (the job of attnphys dmrg); "
+          "returns the JSON text of a dict with energy, variance, max_bond_dimension, truncation_error, sweeps, "
+          "converged, convergence_reason (None when converged), energy_change, symmetry, seconds, entropies, "
+          "entropy_mid, magnetization (<Sz_i>), sweep_energies, bond_dimensions and n_parameters. save: optional "
           "HDF5 path for the final MPS. symmetry: 'auto' (U(1) block-sparse for Sz-conserving chains, dense for the "
-          "TFIM), 'u1' or 'none'.");
+          "TFIM), 'u1' or 'none'. options: other configuration keys, e.g. {'dmrg.energy_tol': 1e-12}.");
 
   py::class_<PyMpo>(sub, "_Mpo", "a matrix product operator (mps.AutoMpo(...).mpo())")
       .def_property_readonly("n", [](const PyMpo& h) { return h.w.size(); })

@@ -177,3 +177,20 @@ def test_observer_stops_and_its_errors_propagate():
         mps.dmrg(H, psi0, sweeps, observer=boom)
     # psi0 is untouched: still the Neel state.
     assert np.allclose(psi0.expect("Sz"), [0.5, -0.5] * 5)
+
+
+def test_one_line_form_is_the_cli_job():
+    # The dict is DmrgRunResult::to_json: the keys of `attnphys dmrg --json`.
+    r = mps.dmrg(model="heisenberg", n=12, chi=32)
+    for key in ("model", "energy", "variance", "symmetry", "converged", "convergence_reason", "entropies",
+                "magnetization", "sweep_energies", "bond_dimensions", "n_parameters", "davidson_products_last_sweep"):
+        assert key in r, key
+    assert r["model"] == "heisenberg n=12 open J=1" and r["symmetry"] == "u1"
+    # options= reaches the other configuration keys, checked as --set checks them.
+    f = mps.dmrg(model="heisenberg", n=40, chi=16, sweeps=3,
+                 options={"dmrg.davidson_adaptive": False, "dmrg.energy_tol": 1e-3})
+    assert f["davidson_products_last_sweep"] == 4 and f["sweeps"] == 3
+    with pytest.raises(attnphys.Error, match=r"did you mean 'dmrg.noise'"):
+        mps.dmrg(n=8, options={"dmrg.nosie": 1e-5})
+    with pytest.raises(attnphys.Error, match=r"as the keyword chi="):
+        mps.dmrg(n=8, options={"dmrg.chi": 4})
