@@ -447,3 +447,34 @@ TEST(HeatConserve, PredictionKeepsTheInputMeanAndGradientsMatchCentralDifference
     EXPECT_LT(wi, 1e-7) << kind;
   }
 }
+
+// model.condition_on_field: û is a conditioning column too (for κ(u)); the map is then no longer linear in û, and
+// the gradients with respect to the parameters and to û (through the attention and the conditioning) still match
+// central differences, with and without channels, over two layers.
+TEST(HeatConditionedOnField, GradientsMatchCentralDifferencesAndTheMapIsNonlinear) {
+  for (long channels : {0L, 1L}) {
+    SurrogateOptions so = cond_options(channels, false, false, 2, "tiled");
+    so.condition_on_field = true;
+    double wp = 1, wi = 1;
+    check_gradients(so, &wp, &wi);
+    std::printf("conditioned on the field, %ld channel(s): worst parameter gradient error %.2e, input %.2e\n",
+                channels, wp, wi);
+    EXPECT_LT(wp, 1e-7) << channels;
+    EXPECT_LT(wi, 1e-7) << channels;
+    // ŷ(2û) ≠ 2ŷ(û) − ŷ(0): not affine any more.
+    CondSetup s(so);
+    const auto y1 = s.run();
+    auto hu = to_host(s.u);
+    View1<double> z("z", s.B * s.N), u2("u2", s.B * s.N);
+    auto h2 = Kokkos::create_mirror_view(u2);
+    for (long t = 0; t < s.B * s.N; ++t) h2(t) = 2 * hu(t);
+    Kokkos::deep_copy(u2, h2);
+    const auto y0 = s.run(z);
+    const auto y2 = s.run(u2);
+    double dev = 0;
+    for (long t = 0; t < s.B * s.N; ++t) dev = std::max(dev, std::abs(y2[t] - 2 * y1[t] + y0[t]));
+    EXPECT_GT(dev, 1e-3) << channels;
+  }
+  SurrogateOptions bad = cond_options(0, false, false, 1, "dense");
+  EXPECT_THROW(HeatSurrogate<double>(bad, 2, {1.0, 0.75}), Error) << "conditioned without channels or the field";
+}

@@ -102,6 +102,8 @@ void SurrogateOptions::declare(OptionSet& set) {
           "token (0: none)",
           Range::non_negative());
   set.add("model.dt_input", &dt_input, "feed the horizon Δt/Δt_base (train with several data.horizons)");
+  set.add("model.condition_on_field", &condition_on_field,
+          "conditioned: the field itself conditions the attention too (quasi-linear A(u) u, for nonlinear κ(u))");
   set.add("model.conserve", &conserve,
           "keep each predicted field's mean equal to the input's (heat conserved: periodic or Neumann boundaries, "
           "no source)");
@@ -129,6 +131,9 @@ void SurrogateOptions::validate() const {
   require(kernel_heads >= 1 || (kind == "conditioned" && local_radius > 0), "model.kernel_heads = ", kernel_heads,
           ": the model needs at least one attention head (0 is allowed only for model.kind = conditioned with ",
           "model.local_radius > 0, where the local stencil carries the map)");
+  require(!condition_on_field || kind == "conditioned", "model.condition_on_field conditions the attention of ",
+          "model.kind = conditioned on the field: set model.kind = conditioned (the transformer kind sees the field ",
+          "anyway) or model.condition_on_field = false");
   require(local_radius == 0 || kind == "conditioned", "model.local_radius adds a κ-conditioned local stencil to ",
           "model.kind = conditioned only: set model.kind = conditioned or model.local_radius = 0");
   require(kind != "kernel" || !stencil, "model.stencil adds nonlinear token features; model.kind = kernel is linear ",
@@ -147,8 +152,9 @@ HeatSurrogate<T>::HeatSurrogate(SurrogateOptions options, int dim, std::vector<d
     : opt_([&] {
         options.validate();
         // Here, not in validate(): a run's configuration is validated before data.channels sets extra_channels.
-        require(options.kind != "conditioned" || options.extra_inputs() >= 1, "model.kind = conditioned conditions its ",
-                "attention on the extra input channels but none is given: set data.channels (e.g. [\"kappa\"]), or use ",
+        require(options.kind != "conditioned" || options.extra_inputs() >= 1 || options.condition_on_field,
+                "model.kind = conditioned conditions its attention on the extra input channels but none is given: ",
+                "set data.channels (e.g. [\"kappa\"]), model.condition_on_field = true (a nonlinear κ(u)), or use ",
                 "model.kind = kernel for a constant-coefficient problem");
         require(dim >= 1 && dim <= 3, "the heat surrogate handles 1D, 2D and 3D grids, got dim = ", dim);
         require(long(lengths.size()) == dim, "heat surrogate: ", lengths.size(), " box lengths for dim ", dim);
@@ -168,7 +174,8 @@ HeatSurrogate<T>::HeatSurrogate(SurrogateOptions options, int dim, std::vector<d
 template <class T>
 long HeatSurrogate<T>::cond_width() const {
   const long C = opt_.extra_inputs();
-  return 2 * opt_.harmonics * dim_ + C + (opt_.dt_input ? 1 : 0) + (opt_.stencil ? C * 2 * dim_ : 0);
+  return 2 * opt_.harmonics * dim_ + C + (opt_.dt_input ? 1 : 0) + (opt_.stencil ? C * 2 * dim_ : 0) +
+         (opt_.condition_on_field ? 1 : 0);
 }
 
 template <class T>
@@ -1053,6 +1060,13 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
     stencil_features<T>(c.cond, F + C + (opt_.dt_input ? 1 : 0), ops::ConstVec<T>(), extra, C, len, dim_, c.grid, lens,
                         1);
   }
+  if (opt_.condition_on_field) {  // û, the last column of c
+    const auto cf = c.cond;
+    const long col = Fc - 1;
+    Kokkos::parallel_for(
+        "attnphys::cond_field_feature", Kokkos::RangePolicy<ExecSpace>(0, tokens),
+        KOKKOS_LAMBDA(long t) { cf(t, col) = u(t); });
+  }
   // Trunk: z = [GELU(W1 c + b1), c].
   grow_view(c.cpre, "attnphys::cond_pre", tokens, d);
   grow_view(c.cdpre, "attnphys::cond_dpre", tokens, d);
@@ -1222,8 +1236,17 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
         KOKKOS_LAMBDA(long t, long f) { dh(t, f) = dz(t, f); });
   }
   ops::gelu_backward<T>(c.cdpre, c.cdpre, c.cpre);
-  ops::linear_backward<T>(Mat<T>(), params.view2("cond.w1", Slot::Grads), params.view1("cond.b1", Slot::Grads),
-                          c.cdpre, c.cond, params.view2("cond.w1"));
+  const bool field_du = opt_.condition_on_field && du.extent(0) > 0;
+  if (field_du) grow_view(c.cdcond, "attnphys::cond_dcond", tokens, Fc);
+  ops::linear_backward<T>(field_du ? Mat<T>(c.cdcond) : Mat<T>(), params.view2("cond.w1", Slot::Grads),
+                          params.view1("cond.b1", Slot::Grads), c.cdpre, c.cond, params.view2("cond.w1"));
+  if (field_du) {  // û as a conditioning column: through z directly and through the trunk
+    const auto dz = c.dz, dc = c.cdcond;
+    const long col = Fc - 1;
+    Kokkos::parallel_for(
+        "attnphys::cond_field_feature_backward", Kokkos::RangePolicy<ExecSpace>(0, tokens),
+        KOKKOS_LAMBDA(long t) { du(t) += dz(t, d + col) + dc(t, col); });
+  }
 }
 
 template class HeatSurrogate<float>;

@@ -32,6 +32,9 @@
 //          linear map of z (cond.l.wl, cond.l.bl, initialised to 0 so the model starts as without it); neighbours
 //          wrap on periodic axes and repeat the edge value on the others (the grid read as for model.stencil).
 //          Still exactly affine in û. r = 0 (default) declares nothing and computes exactly as before.
+//          Field conditioning (model.condition_on_field): û_i is one more column of c_i (the last), so q, k, g and
+//          the mixing depend on the field and ŷ = A(û) û is quasi-linear, the structure of u_t = ∇·(κ(u)∇u): the
+//          conditioned operator for nonlinear diffusion, where no channel carries κ. Not linear in û any more.
 //   transformer: the generic pre-LayerNorm encoder (operators/encoder.hpp) over tokens [û, extra channels, (s),
 //          coordinates], for nonlinear or variable-coefficient problems.
 //
@@ -79,6 +82,7 @@ struct SurrogateOptions {
   long extra_channels = 0;          // not a key: extra input channels per token (set from data.channels by the run)
   bool dt_input = false;            // the horizon τ = Δt/Δt_base as an input (see above)
   bool conserve = false;            // project every output onto the input's mean (see below)
+  bool condition_on_field = false;  // conditioned: û itself in the conditioning (quasi-linear, for κ(u))
   SurrogateOptions();
   void declare(OptionSet& set);
   void validate() const;
@@ -109,6 +113,7 @@ struct SurrogateCache {
   View2<T> dhidden;   // [B*N, d]
   View2<T> dfeatures; // [B*N, F]: gradient of the token features (backward with an input gradient)
   View1<T> dconserved; // [B*N]: model.conserve, the output gradient projected onto zero-mean fields
+  View2<T> cdcond;     // [B*N, Fc]: conditioned with model.condition_on_field, the conditioning's gradient
   ops::EncoderCache<T> enc;
   // kernel kind, per layer l: coordinate features phi [N, F], q/k [N, H*dk] and per head [H, N, dk],
   // probabilities p [H, N, N], the layer's input field as columns u [N, B], head outputs o [H, N, B].
