@@ -24,9 +24,13 @@ std::string shape_text(const h5::Shape& s) {
   return out.empty() ? "scalar" : out;
 }
 
-std::string grid_text(long nx, long ny, int dim) {
-  return dim == 1 ? std::to_string(nx) + "-point" : std::to_string(nx) + "x" + std::to_string(ny);
+std::string grid_text(long nx, long ny, int dim, long nz = 1) {
+  return dim == 1 ? std::to_string(nx) + "-point"
+                  : std::to_string(nx) + "x" + std::to_string(ny) + (dim == 3 ? "x" + std::to_string(nz) : "");
 }
+
+// The grid axes of a dim-D dataset, in the file's order: "x", "x, y", "x, y, z".
+std::string axes_text(int dim) { return dim == 1 ? "x" : dim == 2 ? "x, y" : "x, y, z"; }
 
 // "'a' [4x2x16], 'grid/x' [16], ..." (at most 24 entries).
 std::string dataset_list(const h5::Reader& r) {
@@ -87,7 +91,7 @@ std::string first_of(const h5::Reader& r, std::initializer_list<const char*> nam
 // Locates a channel: its layout (time-dependent or static), component axis and sample count against the field's.
 // role: "data.field" or "data.channels".
 FileChannel locate(const h5::Reader& r, const ChannelSpec& spec, const std::string& role, int dim, long samples,
-                   long nt, long nx, long ny, const std::string& field_name) {
+                   long nt, long nx, long ny, long nz, const std::string& field_name) {
   const std::string& path = r.path();
   if (!r.is_numeric_dataset(spec.name))
     fail("data.file '", path, "' has no dataset '", spec.name, "' (", role, " = '", spec.text(),
@@ -99,17 +103,17 @@ FileChannel locate(const h5::Reader& r, const ChannelSpec& spec, const std::stri
   const long rank = long(s.size());
   const bool is_field = role == "data.field";
   std::vector<std::uint64_t> grid{std::uint64_t(nx)};
-  if (dim == 2) grid.push_back(std::uint64_t(ny));
+  if (dim >= 2) grid.push_back(std::uint64_t(ny));
+  if (dim == 3) grid.push_back(std::uint64_t(nz));
   auto axes_match = [&](long at, const std::vector<std::uint64_t>& want) {
     if (at + long(want.size()) > rank) return false;
     for (std::size_t i = 0; i < want.size(); ++i)
       if (s[std::size_t(at) + i] != want[i]) return false;
     return true;
   };
-  const std::string want = is_field ? std::string("[sample, t, x") + (dim == 2 ? ", y" : "") + ", (components)]"
-                                    : std::string("[sample, t, x") + (dim == 2 ? ", y" : "") +
-                                          ", (components)] or [sample, x" + (dim == 2 ? ", y" : "") +
-                                          ", (components)]";
+  const std::string want = is_field ? "[sample, t, " + axes_text(dim) + ", (components)]"
+                                    : "[sample, t, " + axes_text(dim) + ", (components)] or [sample, " +
+                                          axes_text(dim) + ", (components)]";
   if (is_field) {
     require(rank == dim + 2 || rank == dim + 3, "data.file '", path, "': '", spec.name, "' (data.field) has shape ",
             shape_text(s), "; a ", dim, "D field is ", want, " (rank ", dim + 2, " or ", dim + 3, ")");
@@ -126,7 +130,7 @@ FileChannel locate(const h5::Reader& r, const ChannelSpec& spec, const std::stri
       c.time_dependent = false;
     else
       fail("data.file '", path, "': channel '", spec.name, "' has shape ", shape_text(s), ", which does not fit '",
-           field_name, "' (", samples, " samples, ", nt, " snapshots on a ", grid_text(nx, ny, dim),
+           field_name, "' (", samples, " samples, ", nt, " snapshots on a ", grid_text(nx, ny, dim, nz),
            " grid): a channel is ", want, " on the grid of data.field");
   }
   const long grid_rank = 1 + (c.time_dependent ? 1 : 0) + dim;
@@ -202,28 +206,30 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
             "Its datasets: ", dataset_list(r), groups_hint(r));
     f.dim = !zname.empty() ? 3 : !yname.empty() ? 2 : 1;
   }
-  require(f.dim == 1 || f.dim == 2, "data.file '", path, "' is a ", f.dim, "D dataset; the surrogate trains on 1D ",
-          "and 2D data");
+  require(f.dim >= 1 && f.dim <= 3, "data.file '", path, "' is a ", f.dim, "D dataset; the surrogate trains on 1D, ",
+          "2D and 3D data");
 
   // The evolving field.
   const ChannelSpec fs = parse_channel(o.field);
   {
     const long dim = f.dim;
-    if (!r.is_numeric_dataset(fs.name)) locate(r, fs, "data.field", f.dim, 0, 0, 0, 0, fs.name);  // the error
+    if (!r.is_numeric_dataset(fs.name)) locate(r, fs, "data.field", f.dim, 0, 0, 0, 0, 0, fs.name);  // the error
     const h5::Shape s = r.shape(fs.name);
     require(long(s.size()) == dim + 2 || long(s.size()) == dim + 3, "data.file '", path, "': '", fs.name,
-            "' has shape ", shape_text(s), "; a ", dim, "D heat dataset is [sample, t, x", dim == 2 ? ", y" : "",
+            "' has shape ", shape_text(s), "; a ", dim, "D heat dataset is [sample, t, ", axes_text(int(dim)),
             ", (components)] (rank ", dim + 2, " or ", dim + 3, ")");
     f.samples = long(s[0]);
     f.nt = long(s[1]);
     f.nx = long(s[2]);
-    f.ny = dim == 2 ? long(s[3]) : 1;
+    f.ny = dim >= 2 ? long(s[3]) : 1;
+    f.nz = dim == 3 ? long(s[4]) : 1;
   }
-  f.field = locate(r, fs, "data.field", f.dim, f.samples, f.nt, f.nx, f.ny, fs.name);
+  f.field = locate(r, fs, "data.field", f.dim, f.samples, f.nt, f.nx, f.ny, f.nz, fs.name);
   require(f.samples >= 1, "data.file '", path, "' holds no samples");
   require(f.nt >= 2, "data.file '", path, "' holds ", f.nt, " snapshot(s) per sample of '", fs.name, "'; training ",
           "pairs need at least 2 (write the dataset with dataset.nt >= 2)");
-  require(f.nx >= 2 && f.ny >= 1, "data.file '", path, "': '", fs.name, "' has a ", grid_text(f.nx, f.ny, f.dim),
+  require(f.nx >= 2 && f.ny >= 1 && f.nz >= 1, "data.file '", path, "': '", fs.name, "' has a ",
+          grid_text(f.nx, f.ny, f.dim, f.nz),
           " grid");
   f.n = f.nx;
 
@@ -234,16 +240,26 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
           fs.name, "' has ", f.nx, " points along x");
   f.h = uniform_spacing(f.x, xname, path);
   f.hy = f.h;
+  f.hz = f.h;
   f.y = {0.0};
-  if (f.dim == 2) {
+  f.z = {0.0};
+  if (f.dim >= 2) {
     require(!yname.empty(), "data.file '", path, "' has no dataset 'grid/y' (nor 'y-coordinate')");
     f.y = r.read<double>(yname);
     require(long(f.y.size()) == f.ny, "data.file '", path, "': ", yname, " has ", f.y.size(), " values but '",
             fs.name, "' has ", f.ny, " points along y");
     f.hy = uniform_spacing(f.y, yname, path);
   }
+  if (f.dim == 3) {
+    require(!zname.empty(), "data.file '", path, "' has no dataset 'grid/z' (nor 'z-coordinate')");
+    f.z = r.read<double>(zname);
+    require(long(f.z.size()) == f.nz, "data.file '", path, "': ", zname, " has ", f.z.size(), " values but '",
+            fs.name, "' has ", f.nz, " points along z");
+    f.hz = uniform_spacing(f.z, zname, path);
+  }
   f.length = double(f.nx) * f.h;
-  f.length_y = f.dim == 2 ? double(f.ny) * f.hy : f.length;
+  f.length_y = f.dim >= 2 ? double(f.ny) * f.hy : f.length;
+  f.length_z = f.dim == 3 ? double(f.nz) * f.hz : f.length;
   f.has_time = !tname.empty();
   if (f.attnphys)
     require(f.has_time, "data.file '", path, "' has no dataset 'grid/t'");
@@ -294,8 +310,9 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
     }
     if (fs.name != "data" || f.field.components != 1)
       why.push_back("data.field = '" + fs.text() + "' is not the solved field 'data'");
-    if (f.dim == 2 && (f.nx != f.ny || std::abs(f.hy - f.h) > 1e-6 * f.h))
-      why.push_back("a " + grid_text(f.nx, f.ny, 2) + " grid (the evaluation's reference solver runs on square " +
+    if (f.dim >= 2 && (f.nx != f.ny || std::abs(f.hy - f.h) > 1e-6 * f.h ||
+                       (f.dim == 3 && (f.nz != f.nx || std::abs(f.hz - f.h) > 1e-6 * f.h))))
+      why.push_back("a " + grid_text(f.nx, f.ny, f.dim, f.nz) + " grid (the evaluation's reference solver runs on square " +
                     "grids of square cells)");
     // Cell coordinates of our writer: x_i = i·h (periodic) or (i + 1/2)·h.
     const double x0 = f.bc == "periodic" ? 0.0 : 0.5 * f.h;
@@ -312,7 +329,7 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
       return os.str();
     };
     f.physics_note = "data.file '" + path + "' has its physics from the file (" + w + "): box " + num(f.length) +
-                     (f.dim == 2 ? " x " + num(f.length_y) : "") +
+                     (f.dim >= 2 ? " x " + num(f.length_y) : "") + (f.dim == 3 ? " x " + num(f.length_z) : "") +
                      " from the coordinates, boundary type '" + f.bc + "'" +
                      (f.attnphys && r.has_attr("/", "bc") && f.bc != "mixed" ? " from the file" : " from data.bc") +
                      (f.has_time ? "" : ", no time coordinates (snapshot spacing taken as 1)");
@@ -320,7 +337,8 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
 
   // Extra channels.
   for (const auto& text : o.channels)
-    f.channels.push_back(locate(r, parse_channel(text), "data.channels", f.dim, f.samples, f.nt, f.nx, f.ny, fs.name));
+    f.channels.push_back(
+        locate(r, parse_channel(text), "data.channels", f.dim, f.samples, f.nt, f.nx, f.ny, f.nz, fs.name));
   return f;
 }
 
@@ -372,12 +390,12 @@ HeatDataOptions resolve_heat_file(const HeatDataOptions& o) {
   require(f.dim == o.dim, "data.file '", o.file, "' is ", f.dim, "D but data.dim = ", o.dim, ": set data.dim = ",
           f.dim);
   if (o.n != 0) {
-    if (f.dim == 1 || f.nx == f.ny)
+    if (f.dim == 1 || (f.nx == f.ny && (f.dim < 3 || f.nz == f.nx)))
       require(f.nx == o.n, "data.file '", o.file, "' holds fields on a grid of ", f.nx, " points per axis but the ",
               "model is configured for data.n = ", o.n, ": set data.n = ", f.nx, " (or 0 to take the file's grid) ",
               "or write the dataset on a ", o.n, "-point grid");
     else
-      fail("data.file '", o.file, "' holds fields on a ", f.nx, "x", f.ny, " grid but data.n = ", o.n, " names a ",
+      fail("data.file '", o.file, "' holds fields on a ", grid_text(f.nx, f.ny, f.dim, f.nz), " grid but data.n = ", o.n, " names a ",
            "square grid: set data.n = 0 to take the file's grid");
   }
   long max_offset = 0;
@@ -393,8 +411,10 @@ HeatDataOptions resolve_heat_file(const HeatDataOptions& o) {
   r.n = f.nx;
   r.nx = f.nx;
   r.ny = f.dim == 1 ? 1 : f.ny;
+  r.nz = f.dim < 3 ? 1 : f.nz;
   r.length = f.length;
   r.length_y = f.length_y;
+  r.length_z = f.length_z;
   r.kappa = f.kappa;
   r.bc = f.bc;
   r.file_nt = f.nt;
@@ -447,12 +467,14 @@ HeatPairs read_heat_pairs(const HeatDataOptions& o, long first, long count, long
             "' changed since it was inspected");
   require(first >= 0 && count >= 0 && first + count <= f.samples, "samples [", first, ", ", first + count,
           ") outside data.file '", o.file, "' (", f.samples, " samples)");
-  const long nx = f.nx, ny = o.dim == 1 ? 1 : f.ny, nt = f.nt, P = nx * ny, per = o.pairs_per_sample(steps);
+  const long nx = f.nx, ny = o.dim == 1 ? 1 : f.ny, nz = o.dim < 3 ? 1 : f.nz, nt = f.nt, P = nx * ny * nz;
+  const long per = o.pairs_per_sample(steps);
   const long C = long(f.channels.size());
   HeatPairs p;
   p.count = count * per;
   p.n = p.nx = nx;
   p.ny = ny;
+  p.nz = nz;
   p.dim = o.dim;
   p.points = P;
   p.coords = grid_coordinates(o);
@@ -484,15 +506,18 @@ HeatPairs read_heat_pairs(const HeatDataOptions& o, long first, long count, long
       check_finite(cbuf[std::size_t(j)], c, ch.values_per_sample(), ch.components, ch.component, ch.spec.name,
                    first + s0, o.file);
     }
-    // File index of (sample, t, x, y, k): (((s·nt + t)·nx + x)·ny + y)·C + k; ours of (y, x): y·nx + x.
+    // File index of (sample, t, x, y, z, k): ((((s·nt + t)·nx + x)·ny + y)·nz + z)·C + k; ours of (z, y, x):
+    // (z·ny + y)·nx + x.
     auto at = [&](long sl, long t, long q) {
-      const long x = q % nx, y = q / nx;
-      return fbuf[std::size_t((((sl * nt + t) * nx + x) * ny + y) * fc + fk)];
+      const long x = q % nx, y = (q / nx) % ny, z = q / (nx * ny);
+      return fbuf[std::size_t(((((sl * nt + t) * nx + x) * ny + y) * nz + z) * fc + fk)];
     };
     auto channel_at = [&](long j, long sl, long t, long q) {
       const auto& ch = f.channels[std::size_t(j)];
-      const long x = q % nx, y = q / nx, tt = ch.time_dependent ? t : 0, ntc = ch.time_dependent ? nt : 1;
-      return cbuf[std::size_t(j)][std::size_t((((sl * ntc + tt) * nx + x) * ny + y) * ch.components + ch.component)];
+      const long x = q % nx, y = (q / nx) % ny, z = q / (nx * ny), tt = ch.time_dependent ? t : 0,
+                 ntc = ch.time_dependent ? nt : 1;
+      return cbuf[std::size_t(j)][std::size_t(
+          ((((sl * ntc + tt) * nx + x) * ny + y) * nz + z) * ch.components + ch.component)];
     };
     for (long sl = 0; sl < c; ++sl)
       for (double m : o.horizons) {
