@@ -2,9 +2,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "attnphys/core/hdf5_io.hpp"
 #include "attnphys/solvers/vmc/local_energy.hpp"
+#include "attnphys/solvers/vmc/monitor.hpp"
 #include "attnphys/solvers/vmc/sr.hpp"
 
 namespace attnphys::vmc {
@@ -23,6 +25,8 @@ void VmcOptions::declare(OptionSet& s, const std::string& p) {
   s.add(p + ".checkpoint_path", &checkpoint_path, "checkpoint file (empty: none)");
   s.add(p + ".checkpoint_every", &checkpoint_every, "iterations between checkpoints (0: only at the end)",
         Range::non_negative());
+  s.add(p + ".plateau_window", &plateau_window,
+        "warn when the energy has not improved for this many iterations (0: never)", Range::non_negative());
 }
 
 void VmcOptions::validate() const {
@@ -322,8 +326,15 @@ std::vector<VmcStep> VmcDriver<T>::run(long n_iter, CsvLogger* logger, const std
                                                 : CsvLogger(opt_.log_path, log_columns(), false));
     logger = own.get();
   }
+  ProgressWarningOptions wo;
+  wo.plateau_window = opt_.plateau_window;
+  ProgressMonitor monitor(product_state_bound(H_, opt_.sampler.fixed_sz, opt_.sampler.two_sz), wo);
   for (long k = 0; k < n_iter; ++k) {
     history.push_back(step());
+    for (auto& w : monitor.observe(history.back())) {
+      if (comm_.is_root()) std::fprintf(stderr, "attnphys: warning: %s\n", w.c_str());
+      warnings_.push_back(std::move(w));
+    }
     if (logger) logger->row(log_row(history.back()));
     if (!opt_.checkpoint_path.empty() && opt_.checkpoint_every > 0 && iter_ % opt_.checkpoint_every == 0)
       save_checkpoint(opt_.checkpoint_path);

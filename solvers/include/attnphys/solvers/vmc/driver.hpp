@@ -38,6 +38,7 @@ struct VmcOptions {
   std::string log_path;          // CSV log (empty: none)
   std::string checkpoint_path;   // written every checkpoint_every iterations and at the end (empty: never)
   long checkpoint_every = 0;
+  long plateau_window = 50;      // warn when the energy has not improved for this many iterations (vmc/monitor.hpp)
 
   void declare(OptionSet& set, const std::string& section = "vmc");
   void validate() const;
@@ -88,6 +89,9 @@ class VmcDriver {
   const Comm& comm() const { return comm_; }
   // Largest |θ_rank − θ_rank0| over parameters and ranks (0 on one rank): the ranks must agree exactly.
   double parameter_divergence() const;
+  // The warnings of run() so far (vmc/monitor.hpp: above a product state's energy, no progress for
+  // vmc.plateau_window iterations), each also printed once on stderr by rank 0.
+  const std::vector<std::string>& warnings() const { return warnings_; }
   static std::vector<std::string> log_columns();
   static std::vector<double> log_row(const VmcStep& s);
 
@@ -102,6 +106,7 @@ class VmcDriver {
   std::uint64_t direct_counter_ = 0;
   Optimizer adam_;
   long iter_ = 0;
+  std::vector<std::string> warnings_;
   View2<T> samples_, o_re_, o_im_;
   View1<T> lp_re_, lp_im_, e_re_, e_im_, delta_;
   View2<T> g_o_re_, g_o_im_;  // every rank's gradients and local energies (MPI only)

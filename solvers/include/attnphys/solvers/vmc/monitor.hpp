@@ -1,0 +1,46 @@
+#pragma once
+// Warnings for a VMC run that is not getting anywhere (issue 22, item 4): the energy sits above that of a trivial
+// product state, or has not improved for K iterations while the state is still far from an eigenstate. Each says
+// what to change (Marshall sign, learning rate, diagonal shift, samples). VmcDriver::run raises them (once each per
+// run) on stderr and keeps them in VmcDriver::warnings().
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "attnphys/physics/spin/hamiltonian.hpp"
+
+namespace attnphys::vmc {
+
+struct VmcStep;
+
+// The lowest energy <s|H|s> of the simple z-basis product states s of the sampled sector: Neel and its flip, the
+// domain wall, and (outside a fixed-Sz sector) all up / all down. Any ground state lies at or below it, and an
+// ansatz that sits above it has learned less than a product state knows.
+struct ProductBound {
+  double energy = std::numeric_limits<double>::infinity();
+  std::string state;  // "Neel", "flipped Neel", "domain wall", "all up", "all down" (empty: none in the sector)
+};
+ProductBound product_state_bound(const spin::SpinHamiltonian& H, bool fixed_sz = false, int two_sz = 0);
+
+struct ProgressWarningOptions {
+  long plateau_window = 50;      // K: warn when the best energy has not improved for this many iterations (0: off)
+  long bound_after = 10;         // warn about the product bound from this iteration on
+  double plateau_v_score = 1e-2; // ... only while the V-score N Var/E^2 is above this (a converged state is lower)
+};
+
+class ProgressMonitor {
+ public:
+  ProgressMonitor(ProductBound bound, ProgressWarningOptions options = {});
+  // The warnings this iteration raises (each kind at most once per monitor).
+  std::vector<std::string> observe(const VmcStep& step);
+
+ private:
+  ProductBound bound_;
+  ProgressWarningOptions opt_;
+  double best_ = std::numeric_limits<double>::infinity();
+  long best_iteration_ = -1;
+  long first_iteration_ = -1;
+  bool warned_bound_ = false, warned_plateau_ = false;
+};
+
+}  // namespace attnphys::vmc
