@@ -474,6 +474,11 @@ TEST(HeatConditionedOnField, GradientsMatchCentralDifferencesAndTheMapIsNonlinea
     double dev = 0;
     for (long t = 0; t < s.B * s.N; ++t) dev = std::max(dev, std::abs(y2[t] - 2 * y1[t] + y0[t]));
     EXPECT_GT(dev, 1e-3) << channels;
+    if (channels == 0) {  // the run passes no channel view at all (0 x 0) when there are no channels
+      View2<double> none("none", 0, 0);
+      s.model.forward(s.out, s.cache, s.u, none, s.coords, s.B, s.N, s.buf, s.tau);
+      EXPECT_EQ(to_host(s.out)(5), y1[5]);
+    }
   }
   SurrogateOptions bad = cond_options(0, false, false, 1, "dense");
   EXPECT_THROW(HeatSurrogate<double>(bad, 2, {1.0, 0.75}), Error) << "conditioned without channels or the field";

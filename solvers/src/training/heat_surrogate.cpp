@@ -101,6 +101,9 @@ void SurrogateOptions::declare(OptionSet& set) {
           "conditioned: radius r of a κ-conditioned local stencil added in every layer, (2r+1)^dim weights per "
           "token (0: none)",
           Range::non_negative());
+  set.add("model.local_softmax", &local_softmax,
+          "conditioned with model.local_radius > 0: the local stencil's weights are a softmax over the offsets "
+          "(positive, summing to 1) in place of the b0·u term: a max-principle operator, stable in rollouts");
   set.add("model.dt_input", &dt_input, "feed the horizon Δt/Δt_base (train with several data.horizons)");
   set.add("model.condition_on_field", &condition_on_field,
           "conditioned: the field itself conditions the attention too (quasi-linear A(u) u, for nonlinear κ(u))");
@@ -128,6 +131,9 @@ void SurrogateOptions::validate() const {
           "extra input channels (data.channels): use model.kind = transformer");
   require(extra_channels >= 0, "heat surrogate: negative number of extra channels");
   require(local_radius >= 0, "model.local_radius must be >= 0, got ", local_radius);
+  require(!local_softmax || (kind == "conditioned" && local_radius > 0), "model.local_softmax normalises the ",
+          "weights of the conditioned local stencil: set model.kind = conditioned and model.local_radius > 0, or ",
+          "model.local_softmax = false");
   require(kernel_heads >= 1 || (kind == "conditioned" && local_radius > 0), "model.kernel_heads = ", kernel_heads,
           ": the model needs at least one attention head (0 is allowed only for model.kind = conditioned with ",
           "model.local_radius > 0, where the local stencil carries the map)");
@@ -293,6 +299,16 @@ void HeatSurrogate<T>::init(ParameterBuffer<T>& buf, std::uint64_t seed) const {
       hm(H * dk) = T(1);
       Kokkos::deep_copy(bv, hv);
       Kokkos::deep_copy(bm, hm);
+    }
+    if (opt_.local_softmax) {  // softmax weights: 0.9 on the centre offset, the rest shared by the others
+      const long S = local_size();
+      for (long l = 0; l < opt_.kernel_layers; ++l) {
+        auto bl = buf.view1(cp(l) + "bl");
+        auto hb = Kokkos::create_mirror_view(bl);
+        Kokkos::deep_copy(hb, bl);
+        hb((S - 1) / 2) = T(std::log(9.0 * double(S - 1)));
+        Kokkos::deep_copy(bl, hb);
+      }
     }
     return;
   }
@@ -1042,8 +1058,8 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
           u.extent(0), " values, expected batch*points = ", tokens);
   require(long(coords.extent(0)) == len && long(coords.extent(1)) == dim_, "heat surrogate: coordinates are ",
           coords.extent(0), "x", coords.extent(1), ", expected ", len, "x", dim_);
-  require(long(extra.extent(0)) == tokens && long(extra.extent(1)) == C, "heat surrogate: model.kind = conditioned ",
-          "takes ", C, " extra input channel(s) per token but ", extra.extent(0), "x", extra.extent(1),
+  require(C == 0 || (long(extra.extent(0)) == tokens && long(extra.extent(1)) == C),
+          "heat surrogate: model.kind = conditioned takes ", C, " extra input channel(s) per token but ", extra.extent(0), "x", extra.extent(1),
           " values were given for ", tokens, " tokens");
   c.batch = batch;
   c.len = len;
@@ -1128,9 +1144,10 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
     {
       const auto m = c.cm[l], om = c.com[l];
       const auto fin = c.field[l], fout = c.field[l + 1];
+      const bool b0 = !opt_.local_softmax;  // the softmax stencil replaces b0·û
       Kokkos::parallel_for(
           "attnphys::cond_combine", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
-            T acc = m(t, HD) * fin(t) + m(t, HD + 1);
+            T acc = (b0 ? m(t, HD) * fin(t) : T(0)) + m(t, HD + 1);
             for (long f = 0; f < HD; ++f) acc += m(t, f) * om(t, f);
             fout(t) = acc;
           });
@@ -1138,6 +1155,7 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
     if (S > 0) {
       grow_view(c.cw[l], "attnphys::cond_w", tokens, S);
       ops::linear_forward<T>(c.cw[l], c.cz, params.view2(pre + "wl"), params.view1(pre + "bl"));
+      if (opt_.local_softmax) ops::softmax_forward<T>(c.cw[l], c.cw[l]);
       local_forward<T>(c.field[l + 1], c.cw[l], c.field[l], len, opt_.local_radius, dim_, c.grid);
     }
   }
@@ -1177,6 +1195,7 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
       const auto m = c.cm[l], om = c.com[l], dm = c.cdm, dO = c.cdo;
       const auto fin = c.field[l];
       const View1<T> gg = g, gprev = gp;
+      const bool b0 = !opt_.local_softmax;
       Kokkos::parallel_for(
           "attnphys::cond_combine_backward", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
             const T gt = gg(t);
@@ -1184,9 +1203,9 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
               dm(t, f) = gt * om(t, f);
               dO(t, f) = gt * m(t, f);
             }
-            dm(t, HD) = gt * fin(t);
+            dm(t, HD) = b0 ? gt * fin(t) : T(0);
             dm(t, HD + 1) = gt;
-            gprev(t) = gt * m(t, HD);
+            gprev(t) = b0 ? gt * m(t, HD) : T(0);
           });
     }
     const auto lin = [&](const char* w, const char* b, const View2<T>& dy) {
@@ -1222,6 +1241,7 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
     lin("wm", "bm", c.cdm);
     if (S > 0) {  // the local term: its weights' gradient and its adjoint into û
       local_backward<T>(c.cdw, gp, c.cw[l], c.field[l], g, len, opt_.local_radius, dim_, c.grid);
+      if (opt_.local_softmax) ops::softmax_backward<T>(c.cdw, c.cdw, c.cw[l]);
       lin("wl", "bl", c.cdw);
     }
     if (l > 0)
