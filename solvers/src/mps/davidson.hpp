@@ -57,7 +57,7 @@ class Davidson {
   double residual() const { return residual_; }
 
  private:
-  std::vector<double> v_, av_, r_;
+  AlignedBuffer v_, av_, r_;
   int products_ = 0;
   double residual_ = 0;
 };

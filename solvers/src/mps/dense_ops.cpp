@@ -43,7 +43,7 @@ void gemm(bool ta, bool tb, long m, long n, long k, double alpha, const double* 
   KokkosBlas::gemm(ta ? "T" : "N", tb ? "T" : "N", alpha, A, B, beta, Cv);
 }
 
-void symmetric_eigen(int n, double* a, double* w, std::vector<double>& work, std::vector<int>& iwork) {
+void symmetric_eigen(int n, double* a, double* w, AlignedBuffer& work, std::vector<int>& iwork) {
   if (n == 0) return;
   if (dsyevd_ != nullptr && n > 8) {
     int info = 0, lwork = -1, liwork = -1, iw = 0;

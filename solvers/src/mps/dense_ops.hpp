@@ -4,6 +4,8 @@
 #include <Eigen/Core>
 #include <vector>
 
+#include "attnphys/solvers/mps/mps.hpp"
+
 namespace attnphys::mps::detail {
 
 // C (m x n) = alpha op(A) op(B) + beta C; contiguous column-major operands.
@@ -11,7 +13,7 @@ void gemm(bool trans_a, bool trans_b, long m, long n, long k, double alpha, cons
           double beta, double* c);
 
 // Buffers that only grow, so a sweep does not allocate once the bond dimension has saturated.
-inline double* grow(std::vector<double>& v, std::size_t n) {
+inline double* grow(AlignedBuffer& v, std::size_t n) {
   if (v.size() < n) v.resize(n);
   return v.data();
 }
@@ -32,12 +34,12 @@ class BlockEigen {
   std::vector<double> values_;   // per eigenpair (block order)
   std::vector<int> pair_block_, order_;
   std::vector<long> pair_offset_;  // where a pair's vector lives in vecs_
-  std::vector<double> vecs_, sub_, work_;
+  AlignedBuffer vecs_, sub_, work_;
   std::vector<int> iwork_;
 };
 
 // Symmetric eigen-decomposition in place (LAPACK dsyevd when linked, Eigen otherwise): a (n x n) becomes the
 // eigenvectors, w the ascending eigenvalues.
-void symmetric_eigen(int n, double* a, double* w, std::vector<double>& work, std::vector<int>& iwork);
+void symmetric_eigen(int n, double* a, double* w, AlignedBuffer& work, std::vector<int>& iwork);
 
 }  // namespace attnphys::mps::detail

@@ -135,7 +135,8 @@ DmrgResult dmrg(const Mpo& h, Mps& psi, const Sweeps& sweeps, const DmrgOptions&
   detail::Davidson davidson;
   detail::BlockEigen eig;
   Eigen::MatrixXd rho;
-  std::vector<double> theta_buf, u_buf, weights;
+  AlignedBuffer theta_buf, u_buf;
+  std::vector<double> weights;
   DmrgResult res;
   detail::SweepState st;
   st.entropies.assign(n - 1, 0.0);

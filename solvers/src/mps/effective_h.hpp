@@ -50,7 +50,7 @@ class EffectiveH {
   const Env* right_ = nullptr;
   std::vector<MpoElement> w1_, w2_;
   std::vector<PairElement> pair_;
-  std::vector<double> x_, y_, p_, t_, u_;
+  AlignedBuffer x_, y_, p_, t_, u_;
 };
 
 std::vector<MpoElement> elements(const MpoSite& w);

@@ -120,7 +120,7 @@ class QEffectiveH {
   std::vector<long> xoff_, yoff_;
   long xsize_ = 0, ysize_ = 0;
   std::vector<Move> moves_;
-  std::vector<double> x_, y_;
+  AlignedBuffer x_, y_;
 };
 
 // The sectors of the middle bond of a two-site wavefunction: theta as the block-diagonal matrix
@@ -218,9 +218,9 @@ DmrgResult dmrg(const Mpo& h, QMps& psi, const Sweeps& sweeps, const DmrgOptions
   QEffectiveH heff;
   QBlockLayout th;
   MidSectors mid;
-  std::vector<double> theta_buf, eigw, weights, evals;
+  AlignedBuffer theta_buf, ework;
+  std::vector<double> eigw, weights, evals;
   std::vector<int> iwork;
-  std::vector<double> ework;
   std::vector<Eigen::MatrixXd> mats, rho, kept_vecs;
   DmrgResult res;
   detail::SweepState st;

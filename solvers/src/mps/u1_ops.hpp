@@ -46,7 +46,7 @@ class QEnvWork {
                     const std::vector<int>& dr, QEnv& out);
 
  private:
-  std::vector<double> t_, u_;
+  AlignedBuffer t_, u_;
   std::vector<long> toff_, uoff_;
 };
 

@@ -10,6 +10,12 @@
 
 namespace attnphys::mps {
 
+// Work and tensor storage aligned as Eigen aligns its matrices. Eigen's vectorised reductions and the BLAS / LAPACK
+// kernels treat the first elements up to an alignment boundary separately, so a buffer whose alignment followed the
+// heap layout would make the rounding -- and through it the gauge of a converged state -- depend on unrelated
+// allocations (the length of an output path); aligned buffers make every run of the same job bit-identical.
+using AlignedBuffer = std::vector<double, Eigen::aligned_allocator<double>>;
+
 struct SiteTensor {
   int dl = 1, d = 2, dr = 1;
   Eigen::MatrixXd data;  // (dl*d) x dr

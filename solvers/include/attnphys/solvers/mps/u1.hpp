@@ -53,7 +53,7 @@ struct QBlockLayout {
 
 struct QSiteTensor {
   QBlockLayout layout;  // qp = {+1, -1}
-  std::vector<double> data;
+  AlignedBuffer data;
   Eigen::Map<Eigen::MatrixXd> block(int ls, int s);
   Eigen::Map<const Eigen::MatrixXd> block(int ls, int s) const;
   SiteTensor to_dense() const;  // dense (l, s, r) with the sectors of each bond in ascending charge order
