@@ -261,6 +261,66 @@ TEST(HeatTraining3d, ConditionedLocalStencilAndAttentionGradientsIn3d) {
   EXPECT_LT(wi, 1e-7);
 }
 
+TEST(HeatTraining3d, SoftmaxStencilGradientsAndMaximumPrinciple) {
+  // model.local_softmax: gradients through the softmax over the 27 offsets, with and without attention; and with
+  // the global attention off, each layer is a convex combination of neighbours plus e, so ‖ŷ − e‖∞ ≤ ‖û‖∞ for any
+  // parameters — here with e = 0, two layers, at a random point of the parameters.
+  const Grid3 g(4, 3, 5);
+  const std::vector<double> lengths{1.0, 0.75, 2.5};
+  for (long heads : {0L, 1L}) {
+    SurrogateOptions so = cond3(heads, 1);
+    so.local_softmax = true;
+    double wp = 1, wi = 1;
+    gradient_errors(so, g, lengths, &wp, &wi);
+    EXPECT_LT(wp, 1e-7) << "heads " << heads;
+    EXPECT_LT(wi, 1e-7) << "heads " << heads;
+  }
+  SurrogateOptions so = cond3(0, 1);
+  so.local_softmax = true;
+  HeatSurrogate<double> model(so, 3, lengths);
+  ParameterBuffer<double> buf;
+  model.declare(buf);
+  buf.allocate();
+  model.init(buf, 3);
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  auto p = buf.get_host();
+  for (auto& x : p) x += 2.0 * nd(rng);
+  buf.set_host(p);
+  for (long l = 0; l < 2; ++l) {  // e = 0: the bias column of the mixing map and its weights
+    auto wm = buf.view2("cond." + std::to_string(l) + ".wm");
+    auto bm = buf.view1("cond." + std::to_string(l) + ".bm");
+    auto hw = Kokkos::create_mirror_view(wm);
+    auto hb = Kokkos::create_mirror_view(bm);
+    Kokkos::deep_copy(hw, wm);
+    Kokkos::deep_copy(hb, bm);
+    for (long f = 0; f < long(hw.extent(1)); ++f) hw(1, f) = 0;
+    hb(1) = 0;
+    Kokkos::deep_copy(wm, hw);
+    Kokkos::deep_copy(bm, hb);
+  }
+  const long N = g.points();
+  View1<double> u("u", N), out("out", N), tau("tau", 1);
+  View2<double> ex("ex", N, 1);
+  auto hu = Kokkos::create_mirror_view(u);
+  auto he = Kokkos::create_mirror_view(ex);
+  double umax = 0;
+  for (long q = 0; q < N; ++q) {
+    hu(q) = nd(rng);
+    he(q, 0) = nd(rng);
+    umax = std::max(umax, std::abs(hu(q)));
+  }
+  Kokkos::deep_copy(u, hu);
+  Kokkos::deep_copy(ex, he);
+  SurrogateCache<double> cache;
+  model.forward(out, cache, u, ex, g.coords, 1, N, buf, tau);
+  auto ho = to_host(out);
+  double omax = 0;
+  for (long q = 0; q < N; ++q) omax = std::max(omax, std::abs(ho(q)));
+  EXPECT_LE(omax, umax * (1 + 1e-12));
+  EXPECT_GT(omax, 0.0);
+}
+
 TEST(HeatTraining3d, LocalStencilIsTheExplicitStencilItIsGiven) {
   // With its weights fixed to the 7-point Laplacian step (bias only), the local term on a periodic 4³ grid applies
   // exactly u + a·Σ_neighbours (u_nb − u): the 3D neighbour indexing and the wrap.

@@ -109,7 +109,7 @@ void SurrogateOptions::declare(OptionSet& set) {
           "conditioned: the field itself conditions the attention too (quasi-linear A(u) u, for nonlinear κ(u))");
   set.add("model.conserve", &conserve,
           "keep each predicted field's mean equal to the input's (heat conserved: periodic or Neumann boundaries, "
-          "no source)");
+          "no source; the run turns it off, with a note, where the problem does not conserve heat)");
   set.add("model.final_norm", &encoder.final_norm, "LayerNorm before the readout");
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// Training data for the heat surrogate: pairs (u(t), u(t + Δt)) on a 1D or 2D grid, either produced on the fly by
-// our own finite-difference reference solver (ADI / Crank–Nicolson, run with steps fine enough that its time error
+// Training data for the heat surrogate: pairs (u(t), u(t + Δt)) on a 1D, 2D or 3D grid, either produced on the fly
+// by our own finite-difference reference solver (Crank–Nicolson 1D, Peaceman–Rachford ADI 2D, Douglas ADI 3D — one
+// sample at a time in 3D, each on its own problem for a family —, run with steps fine enough that its time error
 // is far below what a surrogate can reach) from random initial conditions, or read from an HDF5 file (data.file):
 // one written by `attnphys heat dataset` or any file in PDEBench's layout.
 //
@@ -10,7 +11,7 @@
 // of the base horizon, or when a file holds more snapshots than one pair needs (every start snapshot that has its
 // target in the file is used); the pairs of one sample are consecutive rows, in the order (horizon, start time).
 //
-// Files (PDEBench layout, x before y):
+// Files (PDEBench layout, x before y before z):
 //   data.field     the evolving channel, a dataset [sample, t, x, (y), (C)]: input at snapshot k, target at
 //                  k + data.file_stride·τ. Default "data" (ours); PDEBench's are e.g. "tensor" [N, T, X],
 //                  "density", "Vx" [N, T, X, Y].

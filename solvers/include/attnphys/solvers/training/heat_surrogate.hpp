@@ -32,6 +32,15 @@
 //          linear map of z (cond.l.wl, cond.l.bl, initialised to 0 so the model starts as without it); neighbours
 //          wrap on periodic axes and repeat the edge value on the others (the grid read as for model.stencil).
 //          Still exactly affine in û. r = 0 (default) declares nothing and computes exactly as before.
+//          model.local_softmax: w_l(z_i) = softmax_s(W_l z_i + b_l) over the offsets, and the b0·û term is dropped, so
+//          that with model.kernel_heads = 0 each layer is a convex combination of its input's neighbours plus e_i —
+//          a max-principle operator (‖ŷ − e‖∞ ≤ ‖û‖∞), as the heat map itself, that cannot amplify any mode in a
+//          rollout (the linear weights can, at frequencies the data never shows). Starts at 0.9 on the centre.
+//          model.kernel_heads = 0 (with r > 0) drops the global attention: each layer is then the conditioned
+//          stencil alone, ŷ_i = b0_i û_i + Σ_s w_s(z_i) û_{i+s} + e_i — O(N·(2r+1)^dim) per layer, what a 3D grid of
+//          32³ = 32768 tokens affords on a CPU (the per-sample N² attention there costs about a second per sample
+//          and head for the forward pass alone on one core). 3D grids: harmonics per axis (x, y, z), offsets
+//          (2r+1)³ with x fastest, then y, then z.
 //          Field conditioning (model.condition_on_field): û_i is one more column of c_i (the last), so q, k, g and
 //          the mixing depend on the field and ŷ = A(û) û is quasi-linear, the structure of u_t = ∇·(κ(u)∇u): the
 //          conditioned operator for nonlinear diffusion, where no channel carries κ. Not linear in û any more.
@@ -51,7 +60,7 @@
 //
 // Conservation (model.conserve, any kind): ŷ_b ← ŷ_b − mean(ŷ_b) + mean(û_b) per sample, so that the predicted
 // field keeps the input's mean exactly, as the heat equation does with periodic or zero-flux (Neumann) boundaries
-// and no source (the run refuses it elsewhere). Points count equally (regular grids). Linear, so the kernel and
+// and no source (the run turns it off elsewhere, with a note). Points count equally (regular grids). Linear, so the kernel and
 // conditioned kinds stay linear in û; the backward pass projects the output gradient the same way.
 //
 // Coordinate encodings:
@@ -79,6 +88,8 @@ struct SurrogateOptions {
   bool input_kappa = false;         // shorthand for one extra channel "kappa" (data.channels; transformer only)
   bool stencil = false;             // transformer: + local differences of û and the channels (see below)
   long local_radius = 0;            // conditioned: radius r of the κ-conditioned local stencil (0: none)
+  bool local_softmax = false;       // conditioned + local_radius: the stencil weights are a softmax over the
+                                    // (2r+1)^dim offsets and replace b0·û (see below)
   long extra_channels = 0;          // not a key: extra input channels per token (set from data.channels by the run)
   bool dt_input = false;            // the horizon τ = Δt/Δt_base as an input (see above)
   bool conserve = false;            // project every output onto the input's mean (see below)
