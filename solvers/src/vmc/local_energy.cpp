@@ -93,6 +93,7 @@ void local_energy(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const V
         });
     const View1<T> fre = w.grown(w.fre, total), fim = w.grown(w.fim, total);
     if (inc) {
+      inc->set_low_precision(false);
       inc->set_reference(s);
       inc->log_psi_from_reference(flat, flat_parent, fre, fim);
     } else {

@@ -18,6 +18,9 @@ VmcRunConfig::VmcRunConfig() {
   // Later iterations continue the chains from the previous iteration's states (a small SR step away from
   // equilibrium): two sweeps re-equilibrate them (measured: the same energies, tau ~1, at half the sampling cost).
   vmc.sampler.n_discard_continue = 2;
+  // Proposals in float32 (the incremental transformer's path; the kept samples' log ψ is recomputed in float64, and
+  // local energies, gradients and SR stay in float64).
+  vmc.sampler.float32 = true;
   vmc.lr = 0.05;
   vmc.diag_shift = 1e-2;
   vmc.diag_shift_final = 1e-4;

@@ -22,6 +22,9 @@ void SamplerOptions::declare(OptionSet& s, const std::string& p) {
         Range::non_negative());
   s.add(p + ".global_flip", &global_flip, "probability of a global spin flip", Range::closed(0, 1));
   s.add(p + ".seed", &seed, "random seed", Range::non_negative());
+  s.add(p + ".float32", &float32,
+        "evaluate Metropolis proposals in float32 where the ansatz has such a path (the kept samples' log psi is "
+        "recomputed in float64)");
   s.add(p + ".fixed_sz", &fixed_sz,
         "start and stay in the sector 2Sz = two_sz (default for attnphys vmc: on for Sz-conserving chains of even N)");
   s.add(p + ".two_sz", &two_sz, "twice the total S^z of the sector (fixed_sz; odd N needs an odd value, e.g. 1)");
@@ -218,7 +221,10 @@ void MetropolisSampler<T>::step() {
         }
       });
   if (inc_) {
-    if (!ref_valid_) inc_->set_reference(state_);
+    if (!ref_valid_) {
+      low_ = inc_->set_low_precision(opt_.float32);
+      inc_->set_reference(state_);
+    }
     ref_valid_ = true;
     inc_->log_psi_from_reference(proposal_, identity_, new_re_, new_im_);
   } else {
@@ -265,6 +271,12 @@ void MetropolisSampler<T>::sample(View2<T>& samples, View1<T>& re, View1<T>& im)
     Kokkos::deep_copy(Kokkos::subview(im, rows), lp_im_);
   }
   ref_valid_ = false;
+  if (low_) {
+    // Proposals ran in float32: the kept samples' log ψ again in the model's precision (local energies divide by
+    // ψ(σ)); the chains keep their float32 values for the next acceptance tests.
+    model_.log_psi(samples, re, im);
+    low_ = inc_->set_low_precision(false);
+  }
 }
 
 template class MetropolisSampler<float>;

@@ -1,12 +1,33 @@
 #include "attnphys/solvers/vmc/transformer.hpp"
 
 #include <cmath>
+#include <type_traits>
 
 #include "attnphys/core/gemm.hpp"
 #include "attnphys/core/random.hpp"
 #include "attnphys/operators/attention_core.hpp"
 #include "attnphys/operators/layers.hpp"
 #include "attnphys/solvers/vmc/complex_math.hpp"
+
+// The vector erf of glibc's libmvec for the fused feed-forward loops (as in operators/src/layers.cpp: math.h declares
+// the SIMD variants to GCC only under -ffast-math). Host builds only; a device build keeps Kokkos' erf.
+#if !(defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL)) && \
+    defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) &&           \
+    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+extern "C" double erf(double) noexcept __attribute__((simd("notinbranch")));
+extern "C" float erff(float) noexcept __attribute__((simd("notinbranch")));
+namespace attnphys::vmc::detail {
+inline double vit_erf(double x) { return ::erf(x); }
+inline float vit_erf(float x) { return ::erff(x); }
+}  // namespace attnphys::vmc::detail
+#else
+namespace attnphys::vmc::detail {
+template <class T>
+KOKKOS_INLINE_FUNCTION T vit_erf(T x) {
+  return math::erf(x);
+}
+}  // namespace attnphys::vmc::detail
+#endif
 
 namespace attnphys::vmc {
 
@@ -106,14 +127,8 @@ void TransformerAnsatz<T>::make_tokens(const View2<const T>& sigma) {
   if (tokens_.extent(0) != std::size_t(rows * np)) {
     tokens_ = View2<T>("attnphys::vit_tokens", rows * np, b);
     y_ = View2<T>("attnphys::vit_y", rows * np, d_);
-    z_ = View2<T>("attnphys::vit_z", rows, d_);
-    theta_re_ = View2<T>("attnphys::vit_theta_re", rows, k_);
-    theta_im_ = View2<T>("attnphys::vit_theta_im", rows, k_);
-    lp_re_ = View1<T>("attnphys::vit_lp_re", rows);
-    lp_im_ = View1<T>("attnphys::vit_lp_im", rows);
-    w_re_ = View1<T>("attnphys::vit_w_re", rows);
-    w_im_ = View1<T>("attnphys::vit_w_im", rows);
   }
+  ensure_rows(rows);
   const auto tok = tokens_;
   Kokkos::parallel_for(
       "attnphys::vit_tokens", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {rows * np, b}),
@@ -124,8 +139,21 @@ void TransformerAnsatz<T>::make_tokens(const View2<const T>& sigma) {
 }
 
 template <class T>
+void TransformerAnsatz<T>::ensure_rows(long rows) {
+  if (z_.extent(0) != std::size_t(rows)) {
+    z_ = View2<T>("attnphys::vit_z", rows, d_);
+    theta_re_ = View2<T>("attnphys::vit_theta_re", rows, k_);
+    theta_im_ = View2<T>("attnphys::vit_theta_im", rows, k_);
+    lp_re_ = View1<T>("attnphys::vit_lp_re", rows);
+    lp_im_ = View1<T>("attnphys::vit_lp_im", rows);
+    w_re_ = View1<T>("attnphys::vit_w_re", rows);
+    w_im_ = View1<T>("attnphys::vit_w_im", rows);
+  }
+}
+
+template <class T>
 void TransformerAnsatz<T>::readout(long rows) {
-  const long np = np_, d = d_, K = k_;
+  const long np = np_, d = d_;
   const auto y = y_, z = z_;
   Kokkos::parallel_for(
       "attnphys::vit_pool", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {rows, d}),
@@ -134,6 +162,12 @@ void TransformerAnsatz<T>::readout(long rows) {
         for (long p = 0; p < np; ++p) acc += y(r * np + p, j);
         z(r, j) = acc;
       });
+  readout_pooled(rows);
+}
+
+template <class T>
+void TransformerAnsatz<T>::readout_pooled(long rows) {
+  const long d = d_, K = k_;
   gemm('N', 'T', T(1), ConstMat<T>(z_.data(), rows, d), params_.view2("out.W_re"), T(0), theta_re_);
   gemm('N', 'T', T(1), ConstMat<T>(z_.data(), rows, d), params_.view2("out.W_im"), T(0), theta_im_);
   const auto cr = params_.view1("out.c_re"), ci = params_.view1("out.c_im");
@@ -638,6 +672,23 @@ bool TransformerAnsatz<T>::incremental_enabled() const {
 }
 
 template <class T>
+bool TransformerAnsatz<T>::set_low_precision(bool low) {
+  low_next_ = low && inc_ok_ && std::is_same_v<T, double>;
+  return low_next_;
+}
+
+namespace {
+template <class A, class B>
+void convert_rows(const A& dst, const B& src) {  // dst = src elementwise (float <-> double), [R, N]
+  const long n = src.extent(1);
+  Kokkos::parallel_for(
+      "attnphys::vit_convert", Kokkos::RangePolicy<ExecSpace>(0, src.extent(0)), KOKKOS_LAMBDA(const long r) {
+        for (long i = 0; i < n; ++i) dst(r, i) = typename A::value_type(src(r, i));
+      });
+}
+}  // namespace
+
+template <class T>
 void TransformerAnsatz<T>::set_reference(const View2<const T>& ref) {
   ScopedRegion region("attnphys::vit_set_reference");
   require(inc_ok_, "transformer ansatz: incremental evaluation needs one factored-attention block and "
@@ -645,8 +696,41 @@ void TransformerAnsatz<T>::set_reference(const View2<const T>& ref) {
   const long R = ref.extent(0), per = shifts_ * np_;
   require(ref.extent(1) == std::size_t(n_), "transformer set_reference: configurations have ", ref.extent(1),
           " sites, expected ", n_);
+  low_ref_ = low_next_;
+  if constexpr (std::is_same_v<T, double>) {
+    if (low_ref_) {
+      if (!f32_) f32_ = std::make_shared<TransformerAnsatz<float>>(n_, periodic_, opt_);
+      const auto p = params_.get_host();
+      f32_->parameters().set_host(std::vector<float>(p.begin(), p.end()));
+      if (long(f32_sigma_.extent(0)) != R || long(f32_sigma_.extent(1)) != n_)
+        f32_sigma_ = Kokkos::View<float**, Kokkos::LayoutRight, MemSpace>("attnphys::vit_f32_sigma", R, n_);
+      convert_rows(f32_sigma_, ref);
+      f32_->set_reference(f32_sigma_);
+      return;
+    }
+  }
   ensure2(ref_sigma_, R, n_, "attnphys::vit_ref_sigma");
   ensure2(ref_x1_, R * per, d_, "attnphys::vit_ref_x1");
+  {
+    // Transposed weights of the incremental kernels (contiguous output rows): Wvᵀ, Woᵀ, W1ᵀ, W2ᵀ.
+    const long d = d_, dff = enc_.options().ff_width();
+    ensure1(inc_wt_, 2 * d * d + 2 * d * dff, "attnphys::vit_inc_wt");
+    const std::string L = "encoder.layers.0.";
+    const auto Wv = params_.view2(L + "self_attn.v_proj.weight"), Wo = params_.view2(L + "self_attn.out_proj.weight");
+    const auto W1 = params_.view2(L + "linear1.weight"), W2 = params_.view2(L + "linear2.weight");
+    const auto wt = inc_wt_;
+    Kokkos::parallel_for(
+        "attnphys::vit_inc_transpose", Kokkos::RangePolicy<ExecSpace>(0, d), KOKKOS_LAMBDA(const long i) {
+          for (long k = 0; k < d; ++k) {
+            wt(k * d + i) = Wv(i, k);          // WvT[k][i]
+            wt(d * d + k * d + i) = Wo(i, k);  // WoT[k][i]
+          }
+          for (long o = 0; o < dff; ++o) {
+            wt(2 * d * d + i * dff + o) = W1(o, i);            // W1T[i][o]
+            wt(2 * d * d + d * dff + o * d + i) = W2(i, o);    // W2T[o][i]
+          }
+        });
+  }
   if (R == 0) return;
   Kokkos::deep_copy(ref_sigma_, ref);
   const long chunk = opt_.chunk_tokens > 0 ? std::min(R, std::max(1L, opt_.chunk_tokens / per)) : R;
@@ -659,6 +743,152 @@ void TransformerAnsatz<T>::set_reference(const View2<const T>& ref) {
   }
 }
 
+namespace detail {
+// Everything the fused incremental kernels read (plain values and pointers into parameter and reference views).
+template <class T>
+struct IncrementalRows {
+  long S, np, d, n, bp, H, dh, dff, max_len, table, per;
+  bool periodic, pos;
+  T eps;
+  const T *We, *be, *Pe, *g1, *b1, *WvT, *WoT, *alpha, *g2, *b2, *W1T, *bl1, *W2T, *bl2, *gf, *bf;
+  const T *ref_sigma, *ref_x1;
+
+  // y = (x − mean) / sqrt(var + eps) γ + β over the D (compile time; 0: d at run time) entries, with eight
+  // interleaved partial sums as the library's layer norm.
+  template <int D>
+  KOKKOS_INLINE_FUNCTION void norm(T* y, const T* x, const T* gam, const T* bet) const {
+    const long dd = D > 0 ? D : d;
+    T s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    long k = 0;
+    for (; k + 8 <= dd; k += 8)
+      for (int l = 0; l < 8; ++l) s[l] += x[k + l];
+    for (int l = 0; k < dd; ++k, ++l) s[l] += x[k];
+    const T mean = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) / T(dd);
+    T v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    k = 0;
+    for (; k + 8 <= dd; k += 8)
+      for (int l = 0; l < 8; ++l) v[l] += (x[k + l] - mean) * (x[k + l] - mean);
+    for (int l = 0; k < dd; ++k, ++l) v[l] += (x[k] - mean) * (x[k] - mean);
+    const T var = (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))) / T(dd);
+    const T rstd = T(1) / math::sqrt(var + eps);
+#pragma GCC ivdep
+    for (long i = 0; i < dd; ++i) y[i] = (x[i] - mean) * rstd * gam[i] + bet[i];
+  }
+
+  // x1 [np, d] of row (config sig [n], shift s) from the reference row (pref, s): the reference's x1 plus, for every
+  // changed token j, δx0_j at token j and Σ_h α_h(t − j) W_o,h W_v,h δh1_j at every token t. w: scratch [(6 + H) d]
+  // (used when D = 0; compile-time widths keep the vectors on the stack).
+  template <int D>
+  KOKKOS_INLINE_FUNCTION void x1_row(T* x1, T* w, const T* sig, long pref, long s) const {
+    const long dd = D > 0 ? D : d;
+    const T* rx = ref_x1 + (pref * S + s) * np * dd;
+    for (long q = 0; q < np * dd; ++q) x1[q] = rx[q];
+    const T* rs = ref_sigma + pref * n;
+    T local[D > 0 ? 5 * D + 8 * D : 1];
+    T* buf = D > 0 ? local : w;
+    T* x0n = buf;
+    T* x0o = buf + dd;
+    T* hn = buf + 2 * dd;
+    T* ho = buf + 3 * dd;
+    T* dv = buf + 4 * dd;
+    T* u = buf + 5 * dd;  // [H, d] (H <= 8 with compile-time widths)
+    for (long j = 0; j < np; ++j) {
+      bool changed = false;
+      for (long k = 0; k < bp; ++k) changed = changed || sig[(j * bp + k + s) % n] != rs[(j * bp + k + s) % n];
+      if (!changed) continue;
+      for (long i = 0; i < dd; ++i) {
+        x0n[i] = be[i];
+        x0o[i] = be[i];
+      }
+      for (long k = 0; k < bp; ++k) {
+        const T sn = sig[(j * bp + k + s) % n], so = rs[(j * bp + k + s) % n];
+        for (long i = 0; i < dd; ++i) {
+          x0n[i] += We[i * bp + k] * sn;
+          x0o[i] += We[i * bp + k] * so;
+        }
+      }
+      if (pos)
+        for (long i = 0; i < dd; ++i) {
+          x0n[i] += Pe[j * dd + i];
+          x0o[i] += Pe[j * dd + i];
+        }
+      norm<D>(hn, x0n, g1, b1);
+      norm<D>(ho, x0o, g1, b1);
+      for (long i = 0; i < dd; ++i) dv[i] = T(0);
+      for (long k = 0; k < dd; ++k) {
+        const T dh1 = hn[k] - ho[k];
+        const T* wv = WvT + k * dd;
+#pragma GCC ivdep
+        for (long i = 0; i < dd; ++i) dv[i] += wv[i] * dh1;
+      }
+      for (long h = 0; h < H; ++h) {
+        T* uh = u + h * dd;
+        for (long i = 0; i < dd; ++i) uh[i] = T(0);
+        for (long e = h * dh; e < (h + 1) * dh; ++e) {
+          const T* wo = WoT + e * dd;
+#pragma GCC ivdep
+          for (long i = 0; i < dd; ++i) uh[i] += wo[i] * dv[e];
+        }
+      }
+      for (long i = 0; i < dd; ++i) x1[j * dd + i] += x0n[i] - x0o[i];
+      for (long t = 0; t < np; ++t) {
+        T* row = x1 + t * dd;
+        const long ri = ops::relative_index(t, j, np, max_len, periodic);
+        for (long h = 0; h < H; ++h) {
+          const T a = alpha[h * table + ri];
+          const T* uh = u + h * dd;
+#pragma GCC ivdep
+          for (long i = 0; i < dd; ++i) row[i] += a * uh[i];
+        }
+      }
+    }
+  }
+
+  // The rest of the block and the final norm on every token of a row, pooled: z [d] = Σ_t norm(x1_t + FF(x1_t)).
+  // w: scratch [3 d + 2 d_ff] (used when D = 0; with compile-time widths D, F the vectors live on the stack and
+  // the products run from registers).
+  template <int D, int F>
+  KOKKOS_INLINE_FUNCTION void ff_pool(T* z, const T* x1, T* w) const {
+    const long dd = D > 0 ? D : d, ff = F > 0 ? F : dff;
+    T local[D > 0 && F > 0 ? 3 * D + 2 * F : 1];
+    T* buf = D > 0 && F > 0 ? local : w;
+    T* h2 = buf;
+    T* out = buf + dd;
+    T* y = buf + 2 * dd;
+    T* f = buf + 3 * dd;
+    T* g = f + ff;
+    T zacc[D > 0 ? D : 1];
+    T* za = D > 0 ? zacc : z;
+    for (long i = 0; i < dd; ++i) za[i] = T(0);
+    for (long t = 0; t < np; ++t) {
+      const T* xt = x1 + t * dd;
+      norm<D>(h2, xt, g2, b2);
+      for (long o = 0; o < ff; ++o) f[o] = bl1[o];
+      for (long i = 0; i < dd; ++i) {
+        const T hi = h2[i];
+        const T* w1 = W1T + i * ff;
+#pragma GCC ivdep
+        for (long o = 0; o < ff; ++o) f[o] += hi * w1[o];
+      }
+#pragma GCC ivdep
+      for (long o = 0; o < ff; ++o) g[o] = T(0.5) * f[o] * (T(1) + vit_erf(f[o] * T(0.70710678118654752440)));
+      for (long i = 0; i < dd; ++i) out[i] = xt[i] + bl2[i];
+      for (long o = 0; o < ff; ++o) {
+        const T go = g[o];
+        const T* w2 = W2T + o * dd;
+#pragma GCC ivdep
+        for (long i = 0; i < dd; ++i) out[i] += go * w2[i];
+      }
+      norm<D>(y, out, gf, bf);
+#pragma GCC ivdep
+      for (long i = 0; i < dd; ++i) za[i] += y[i];
+    }
+    if (D > 0)
+      for (long i = 0; i < dd; ++i) z[i] = za[i];
+  }
+};
+}  // namespace detail
+
 template <class T>
 void TransformerAnsatz<T>::log_psi_from_reference(const View2<const T>& sigma, const View1<const long>& parent,
                                                   const View1<T>& re, const View1<T>& im) {
@@ -669,138 +899,177 @@ void TransformerAnsatz<T>::log_psi_from_reference(const View2<const T>& sigma, c
   require(sigma.extent(1) == std::size_t(n_) && parent.extent(0) == std::size_t(B) &&
               re.extent(0) == std::size_t(B) && im.extent(0) == std::size_t(B),
           "transformer log_psi_from_reference: sigma [B, ", n_, "], parent, re and im [B] are required");
+  if constexpr (std::is_same_v<T, double>) {
+    if (low_ref_) {
+      if (B == 0) return;
+      if (long(f32_sigma_.extent(0)) != B || long(f32_sigma_.extent(1)) != n_)
+        f32_sigma_ = Kokkos::View<float**, Kokkos::LayoutRight, MemSpace>("attnphys::vit_f32_sigma", B, n_);
+      if (long(f32_re_.extent(0)) != B) {
+        f32_re_ = Kokkos::View<float*, MemSpace>("attnphys::vit_f32_re", B);
+        f32_im_ = Kokkos::View<float*, MemSpace>("attnphys::vit_f32_im", B);
+      }
+      convert_rows(f32_sigma_, sigma);
+      f32_->log_psi_from_reference(f32_sigma_, parent, f32_re_, f32_im_);
+      const auto fr = f32_re_, fi = f32_im_;
+      Kokkos::parallel_for(
+          "attnphys::vit_f32_out", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const long b) {
+            re(b) = T(fr(b));
+            im(b) = T(fi(b));
+          });
+      return;
+    }
+  }
   require(ref_sigma_.extent(0) > 0 || B == 0, "transformer log_psi_from_reference: call set_reference first");
   ensure2(inc_sigma_, B, n_, "attnphys::vit_inc_sigma");
   ensure1(inc_parent_, B, "attnphys::vit_inc_parent");
-  ensure2(inc_x1_, B * per, d_, "attnphys::vit_inc_x1");
   if (B == 0) return;
   Kokkos::deep_copy(inc_sigma_, sigma);
   Kokkos::deep_copy(inc_parent_, parent);
-  const long chunk = opt_.chunk_tokens > 0 ? std::min(B, std::max(1L, opt_.chunk_tokens / per)) : B;
+  // x1 of every configuration is kept for update_reference when the batch is small (a sampler's proposals); for
+  // larger batches (the connected configurations of the local energy, which are never taken) update_reference
+  // recomputes it. Chunks bound the per-row scratch.
+  inc_keep_x1_ = B <= kKeepX1Configs;
+  if (inc_keep_x1_) ensure2(inc_x1_, B * per, d_, "attnphys::vit_inc_x1");
+  const long chunk = opt_.chunk_tokens > 0 ? std::min(B, std::max(1L, 8 * opt_.chunk_tokens / per)) : B;
   for (long b0 = 0; b0 < B; b0 += chunk) incremental_chunk(sigma, parent, std::min(b0, B - chunk), chunk, re, im);
+}
+
+template <class T>
+detail::IncrementalRows<T> TransformerAnsatz<T>::incremental_rows() const {
+  detail::IncrementalRows<T> k;
+  const auto& eo = enc_.options();
+  const std::string L = "encoder.layers.0.";
+  k.S = shifts_;
+  k.np = np_;
+  k.d = d_;
+  k.n = n_;
+  k.bp = opt_.patch_size;
+  k.H = opt_.n_heads;
+  k.dh = d_ / opt_.n_heads;
+  k.dff = eo.ff_width();
+  k.max_len = eo.max_len;
+  k.table = params_.block(L + "self_attn.alpha").shape.at(1);
+  k.per = shifts_ * np_;
+  k.periodic = periodic_;
+  k.pos = eo.positional == "learned";
+  k.eps = T(eo.ln_eps);
+  k.We = params_.view1("encoder.embed.weight").data();
+  k.be = params_.view1("encoder.embed.bias").data();
+  k.Pe = k.pos ? params_.view1("encoder.pos_embed").data() : nullptr;
+  k.g1 = params_.view1(L + "norm1.weight").data();
+  k.b1 = params_.view1(L + "norm1.bias").data();
+  k.alpha = params_.view1(L + "self_attn.alpha").data();
+  k.g2 = params_.view1(L + "norm2.weight").data();
+  k.b2 = params_.view1(L + "norm2.bias").data();
+  k.bl1 = params_.view1(L + "linear1.bias").data();
+  k.bl2 = params_.view1(L + "linear2.bias").data();
+  k.gf = params_.view1("encoder.norm.weight").data();
+  k.bf = params_.view1("encoder.norm.bias").data();
+  // Transposed weights (set_reference writes them): Wvᵀ, Woᵀ [d, d], W1ᵀ [d, d_ff], W2ᵀ [d_ff, d].
+  const T* wt = inc_wt_.data();
+  k.WvT = wt;
+  k.WoT = wt + d_ * d_;
+  k.W1T = wt + 2 * d_ * d_;
+  k.W2T = wt + 2 * d_ * d_ + d_ * k.dff;
+  k.ref_sigma = ref_sigma_.data();
+  k.ref_x1 = ref_x1_.data();
+  return k;
 }
 
 template <class T>
 void TransformerAnsatz<T>::incremental_chunk(const View2<const T>& sigma, const View1<const long>& parent, long lo,
                                              long count, const View1<T>& re, const View1<T>& im) {
-  const long S = shifts_, np = np_, d = d_, n = n_, bp = opt_.patch_size, H = opt_.n_heads, dh = d / H;
-  const long rows = count * S, tokens = rows * np, dff = enc_.options().ff_width();
-  const auto sub = View2<const T>(sigma.data() + lo * n, count, n);
-  make_tokens(sub);
-  const std::string L = "encoder.layers.0.";
-  const auto We = params_.view2("encoder.embed.weight");
-  const auto be = params_.view1("encoder.embed.bias");
-  const bool pos = enc_.options().positional == "learned";
-  const auto Pe = pos ? params_.view2("encoder.pos_embed") : params_.view2("encoder.embed.weight");  // unused if !pos
-  const auto g1 = params_.view1(L + "norm1.weight"), b1 = params_.view1(L + "norm1.bias");
-  const auto Wv = params_.view2(L + "self_attn.v_proj.weight");
-  const auto Wo = params_.view2(L + "self_attn.out_proj.weight");
-  const auto alpha = params_.view2(L + "self_attn.alpha");
-  const bool periodic = periodic_;
-  const long max_len = enc_.options().max_len;
-  const double eps = enc_.options().ln_eps;
-  ensure2(inc_scratch_, rows, (5 + H) * d, "attnphys::vit_inc_scratch");
-  const auto scr = inc_scratch_;
-  const auto tok = tokens_;
-  const auto rs = ref_sigma_, rx = ref_x1_;
-  const auto x1 = Kokkos::subview(inc_x1_, std::make_pair(lo * S * np, lo * S * np + tokens), Kokkos::ALL());
-  Kokkos::parallel_for(
-      "attnphys::vit_incremental_x1", Kokkos::RangePolicy<ExecSpace>(0, rows), KOKKOS_LAMBDA(const long r) {
-        const long bb = r / S, s = r % S, pref = parent(lo + bb), pr = pref * S + s;
-        for (long t = 0; t < np; ++t)
-          for (long i = 0; i < d; ++i) x1(r * np + t, i) = rx(pr * np + t, i);
-        T* x0n = &scr(r, 0);
-        T* x0o = x0n + d;
-        T* hn = x0o + d;
-        T* ho = hn + d;
-        T* dv = ho + d;
-        T* u = dv + d;
-        for (long j = 0; j < np; ++j) {
-          bool changed = false;
-          for (long k = 0; k < bp; ++k) changed = changed || tok(r * np + j, k) != rs(pref, (j * bp + k + s) % n);
-          if (!changed) continue;
-          // x0 of the new and the old token (embedding, bias, position), their norm1, the value change.
-          for (long i = 0; i < d; ++i) {
-            T an = be(i), ao = be(i);
-            for (long k = 0; k < bp; ++k) {
-              an += We(i, k) * tok(r * np + j, k);
-              ao += We(i, k) * rs(pref, (j * bp + k + s) % n);
-            }
-            if (pos) {
-              an += Pe(j, i);
-              ao += Pe(j, i);
-            }
-            x0n[i] = an;
-            x0o[i] = ao;
-          }
-          for (int which = 0; which < 2; ++which) {
-            const T* x = which == 0 ? x0n : x0o;
-            T* h = which == 0 ? hn : ho;
-            double mean = 0, var = 0;
-            for (long i = 0; i < d; ++i) mean += double(x[i]);
-            mean /= double(d);
-            for (long i = 0; i < d; ++i) var += (double(x[i]) - mean) * (double(x[i]) - mean);
-            const double rstd = 1.0 / math::sqrt(var / double(d) + eps);
-            for (long i = 0; i < d; ++i) h[i] = T((double(x[i]) - mean) * rstd) * g1(i) + b1(i);
-          }
-          for (long i = 0; i < d; ++i) {
-            T a = 0;
-            for (long k = 0; k < d; ++k) a += Wv(i, k) * (hn[k] - ho[k]);
-            dv[i] = a;
-          }
-          for (long h = 0; h < H; ++h)
-            for (long i = 0; i < d; ++i) {
-              T a = 0;
-              for (long e = 0; e < dh; ++e) a += Wo(i, h * dh + e) * dv[h * dh + e];
-              u[h * d + i] = a;
-            }
-          for (long i = 0; i < d; ++i) x1(r * np + j, i) += x0n[i] - x0o[i];
-          for (long t = 0; t < np; ++t) {
-            T* row = &x1(r * np + t, 0);
-            for (long h = 0; h < H; ++h) {
-              const T a = alpha(h, ops::relative_index(t, j, np, max_len, periodic));
-              const T* uh = u + h * d;
-              for (long i = 0; i < d; ++i) row[i] += a * uh[i];
-            }
-          }
-        }
-      });
-  // The feed-forward half of the block, the final norm and the readout on every token.
-  ensure2(inc_h2_, tokens, d, "attnphys::vit_inc_h2");
-  ensure2(inc_out_, tokens, d, "attnphys::vit_inc_out");
-  ensure2(inc_f_, tokens, dff, "attnphys::vit_inc_f");
-  ensure2(inc_g_, tokens, dff, "attnphys::vit_inc_g");
-  ensure1(inc_mean_, tokens, "attnphys::vit_inc_mean");
-  ensure1(inc_rstd_, tokens, "attnphys::vit_inc_rstd");
-  const T teps = T(eps);
-  ops::layernorm_forward<T>(inc_h2_, inc_mean_, inc_rstd_, x1, params_.view1(L + "norm2.weight"),
-                            params_.view1(L + "norm2.bias"), teps);
-  ops::linear_forward<T>(inc_f_, inc_h2_, params_.view2(L + "linear1.weight"), params_.view1(L + "linear1.bias"));
-  ops::gelu_forward<T>(inc_g_, inc_f_);
-  ops::linear_forward<T>(inc_out_, inc_g_, params_.view2(L + "linear2.weight"), params_.view1(L + "linear2.bias"));
-  ops::add_inplace<T>(inc_out_, x1);
-  ops::layernorm_forward<T>(y_, inc_mean_, inc_rstd_, inc_out_, params_.view1("encoder.norm.weight"),
-                            params_.view1("encoder.norm.bias"), teps);
-  readout(rows);
+  const long S = shifts_, np = np_, d = d_, n = n_, H = opt_.n_heads, rows = count * S;
+  const detail::IncrementalRows<T> k = incremental_rows();
+  ensure_rows(rows);
+  const long width = np * d + (6 + H) * d + 3 * d + 2 * k.dff;
+  ensure2(inc_scratch_, rows, width, "attnphys::vit_inc_scratch");
+  T* const scr = inc_scratch_.data();
+  T* const z = z_.data();
+  const T* sg = sigma.data();
+  // One kernel for the block, the final norm and the pooling of every row (nothing per token leaves the row); the
+  // default widths (d 16, d_ff 32) and the doubled ones are compiled with constant trip counts.
+  const bool keep = inc_keep_x1_;
+  T* const kx = keep ? inc_x1_.data() : nullptr;
+  const long per = S * np;
+  auto launch = [&](auto dw, auto fw) {
+    constexpr int D = decltype(dw)::value, F = decltype(fw)::value;
+    Kokkos::parallel_for(
+        "attnphys::vit_incremental_rows", Kokkos::RangePolicy<ExecSpace>(0, rows), KOKKOS_LAMBDA(const long r) {
+          const long bb = r / S, s = r % S;
+          T* x1 = keep ? kx + ((lo + bb) * per + s * np) * d : scr + r * width;
+          T* w = scr + r * width + np * d;
+          k.template x1_row<D>(x1, w, sg + (lo + bb) * n, parent(lo + bb), s);
+          k.template ff_pool<D, F>(z + r * d, x1, w);
+        });
+  };
+  if (d == 16 && k.dff == 32 && H <= 8)
+    launch(std::integral_constant<int, 16>(), std::integral_constant<int, 32>());
+  else if (d == 32 && k.dff == 64 && H <= 8)
+    launch(std::integral_constant<int, 32>(), std::integral_constant<int, 64>());
+  else
+    launch(std::integral_constant<int, 0>(), std::integral_constant<int, 0>());
+  readout_pooled(rows);
   const View1<T> sre(re.data() + lo, count), sim(im.data() + lo, count);
   combine(count, sre, sim);
-  if (opt_.marshall_sign) add_marshall_phase<T>(sub, sim);
+  if (opt_.marshall_sign) add_marshall_phase<T>(View2<const T>(sigma.data() + lo * n, count, n), sim);
 }
 
 template <class T>
 void TransformerAnsatz<T>::update_reference(const View1<const long>& take) {
-  const long B = inc_sigma_.extent(0), per = shifts_ * np_, d = d_, n = n_;
+  ScopedRegion region("attnphys::vit_update_reference");
+  if constexpr (std::is_same_v<T, double>) {
+    if (low_ref_) {
+      f32_->update_reference(take);
+      return;
+    }
+  }
+  const long B = inc_sigma_.extent(0), S = shifts_, np = np_, d = d_, n = n_, H = opt_.n_heads;
   require(take.extent(0) == std::size_t(B), "transformer update_reference: take needs ", B,
           " entries (the rows of the last log_psi_from_reference)");
-  const auto rs = ref_sigma_, rx = ref_x1_, is = inc_sigma_, ix = inc_x1_;
+  if (B == 0) return;
+  // x1 of every taken configuration again, from its parent's (the same arithmetic as log_psi_from_reference), then
+  // the reference rows. Parents must be distinct among the taken rows (a Metropolis step has one proposal each).
+  const long per = S * np;
+  if (inc_keep_x1_) {
+    const auto rsv = ref_sigma_, rxv = ref_x1_, isv = inc_sigma_, ix = inc_x1_;
+    const auto parv = inc_parent_;
+    Kokkos::parallel_for(
+        "attnphys::vit_update_reference", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const long b) {
+          if (take(b) == 0) return;
+          const long p = parv(b);
+          for (long i = 0; i < n; ++i) rsv(p, i) = isv(b, i);
+          for (long q = 0; q < per; ++q)
+            for (long i = 0; i < d; ++i) rxv(p * per + q, i) = ix(b * per + q, i);
+        });
+    return;
+  }
+  const detail::IncrementalRows<T> k = incremental_rows();
+  const long width = np * d + (6 + H) * d;
+  ensure2(inc_scratch_, B * S, std::max<long>(width, long(inc_scratch_.extent(1))), "attnphys::vit_inc_scratch");
+  const long ld = inc_scratch_.extent(1);
+  T* const scr = inc_scratch_.data();
+  T* const rs = ref_sigma_.data();
+  T* const rx = ref_x1_.data();
+  const T* is = inc_sigma_.data();
   const auto par = inc_parent_;
+  Kokkos::parallel_for(
+      "attnphys::vit_update_reference_x1", Kokkos::RangePolicy<ExecSpace>(0, B * S), KOKKOS_LAMBDA(const long r) {
+        const long b = r / S, s = r % S;
+        if (take(b) == 0) return;
+        T* x1 = scr + r * ld;
+        k.template x1_row<0>(x1, x1 + np * d, is + b * n, par(b), s);
+      });
   Kokkos::parallel_for(
       "attnphys::vit_update_reference", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const long b) {
         if (take(b) == 0) return;
         const long p = par(b);
-        for (long i = 0; i < n; ++i) rs(p, i) = is(b, i);
-        for (long q = 0; q < per; ++q)
-          for (long i = 0; i < d; ++i) rx(p * per + q, i) = ix(b * per + q, i);
+        for (long i = 0; i < n; ++i) rs[p * n + i] = is[b * n + i];
+        for (long s = 0; s < S; ++s) {
+          const T* x1 = scr + (b * S + s) * ld;
+          T* dst = rx + (p * S + s) * np * d;
+          for (long q = 0; q < np * d; ++q) dst[q] = x1[q];
+        }
       });
 }
 

@@ -53,6 +53,14 @@ class IncrementalLogPsi {
   virtual ~IncrementalLogPsi() = default;
   // Whether the fast path applies to this model's configuration (false: use log_psi).
   virtual bool incremental_enabled() const = 0;
+  // Evaluates the following reference set (set_reference, then log_psi_from_reference and update_reference until
+  // the next set_reference) in a lower precision (float32) when `low` and the model has one; returns whether it
+  // does. For Metropolis proposals, whose acceptance test tolerates rounding of ~1e-6 in log ψ; local energies and
+  // gradients stay in the model's precision (callers set false before their own set_reference).
+  virtual bool set_low_precision(bool low) {
+    (void)low;
+    return false;
+  }
   // Caches the reference configurations ref [R, N] (replacing earlier ones).
   virtual void set_reference(const View2<const T>& ref) = 0;
   // log ψ of sigma [B, N], whose row b may differ from reference row parent(b) anywhere (the cost grows with the

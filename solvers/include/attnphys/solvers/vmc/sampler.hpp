@@ -27,6 +27,8 @@ struct SamplerOptions {
   long exchange_distance = 0;  // 0: any pair
   bool periodic = true;        // whether exchange distances wrap around (the driver's sampler uses this)
   double global_flip = 0.0;    // probability of a global spin flip instead of the move
+  bool float32 = false;        // proposals in float32 where the model has such a path (the incremental
+                               // transformer); kept samples get their log ψ again in the model's precision
   bool fixed_sz = false;       // start (and, with exchange moves, stay) in the sector 2Sz = two_sz
   int two_sz = 0;
   long seed = 1;
@@ -85,6 +87,7 @@ class MetropolisSampler {
   View1<long> accepted_, take_, identity_;
   IncrementalLogPsi<T>* inc_ = nullptr;  // the model's incremental path (proposals against the chain states)
   bool ref_valid_ = false;               // the model's reference holds state_ (set in sample(), kept by step())
+  bool low_ = false;                     // the reference runs in float32 (options.float32 and the model has it)
   long proposed_ = 0;
   View1<int> pair_i_, pair_j_;  // exchange pairs
 };

@@ -21,6 +21,7 @@
 // instead of one summed weight gradient); no autograd tape, no loop over samples on the host. Dense attention keeps
 // one forward and two backward passes of the encoder per configuration and shift.
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "attnphys/core/options.hpp"
@@ -28,6 +29,11 @@
 #include "attnphys/solvers/vmc/log_psi_model.hpp"
 
 namespace attnphys::vmc {
+
+namespace detail {
+template <class T>
+struct IncrementalRows;  // the fused incremental kernels' parameters (transformer.cpp)
+}  // namespace detail
 
 struct TransformerAnsatzOptions {
   long patch_size = 2;         // b: spins per token (must divide N)
@@ -70,6 +76,9 @@ class TransformerAnsatz final : public LogPsiModel<T>, public IncrementalLogPsi<
   // configuration differing in tokens J gets x1 + Σ_{j∈J} (δx0_j at token j + Σ_h α_h(t−j) W_o,h δv_j,h at every
   // token t), and only the feed-forward half of the block, the final norm and the readout run on every token.
   bool incremental_enabled() const override;
+  // float64 models evaluate a low-precision reference set with a float32 copy of themselves (parameters copied at
+  // set_reference); float32 models have no lower precision.
+  bool set_low_precision(bool low) override;
   void set_reference(const View2<const T>& ref) override;
   void log_psi_from_reference(const View2<const T>& sigma, const View1<const long>& parent, const View1<T>& re,
                               const View1<T>& im) override;
@@ -80,7 +89,9 @@ class TransformerAnsatz final : public LogPsiModel<T>, public IncrementalLogPsi<
 
   // Implementation steps (public because they hold device kernels).
   void make_tokens(const View2<const T>& sigma);            // tokens_ [B*S*Np, b] for the S shifts
-  void readout(long rows);                                  // z_ → per-shift log ψ (lp_re_, lp_im_)
+  void readout(long rows);                                  // y_ pooled into z_ → per-shift log ψ (lp_re_, lp_im_)
+  void readout_pooled(long rows);                           // z_ → per-shift log ψ
+  void ensure_rows(long rows);                              // z_, theta, lp, w for `rows` rows
   void combine(long batch, const View1<T>& re, const View1<T>& im);  // shifts → log ψ, weights w_
   // After readout + combine of configurations [lo, lo + count): the readout's entries of O (=) and g_ = ∂ lp/∂z.
   void readout_gradients(long lo, long count, const View2<T>& o_re, const View2<T>& o_im);
@@ -100,10 +111,18 @@ class TransformerAnsatz final : public LogPsiModel<T>, public IncrementalLogPsi<
   View2<T> bw_res_, bw_dh_, bw_dv_, bw_dg_, bw_gp_, bw_ones_;  // batched backward: [2 tokens, d] / [tokens, d_ff]
   View2<T> tokens_, y_, z_, theta_re_, theta_im_, g_re_, g_im_, dy_, sub_re_, sub_im_;
   View1<T> lp_re_, lp_im_, w_re_, w_im_;
-  // Incremental evaluation: reference configurations and x1; the last call's configurations, parents and x1.
-  View2<T> ref_sigma_, ref_x1_, inc_sigma_, inc_x1_, inc_h2_, inc_f_, inc_g_, inc_out_, inc_scratch_;
+  // Incremental evaluation: reference configurations and x1; the last call's configurations and parents (update_
+  // reference recomputes their x1); per-row scratch of the fused kernel; transposed weights.
+  static constexpr long kKeepX1Configs = 4096;  // batches up to this size keep x1 for update_reference
+  View2<T> ref_sigma_, ref_x1_, inc_sigma_, inc_scratch_, inc_x1_;
+  bool inc_keep_x1_ = false;
+  bool low_next_ = false, low_ref_ = false;          // requested precision; the current reference's
+  std::shared_ptr<TransformerAnsatz<float>> f32_;     // the float32 copy (T = double only)
+  Kokkos::View<float**, Kokkos::LayoutRight, MemSpace> f32_sigma_;
+  Kokkos::View<float*, MemSpace> f32_re_, f32_im_;
   View1<long> inc_parent_;
-  View1<T> inc_mean_, inc_rstd_;
+  View1<T> inc_wt_;
+  detail::IncrementalRows<T> incremental_rows() const;
   bool inc_ok_ = false;
 };
 
