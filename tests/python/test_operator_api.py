@@ -126,7 +126,8 @@ def test_options_defaults_are_the_cores():
                       ("attention", "attention"), ("final_norm", "final_norm"), ("stencil", "stencil"),
                       ("d_k", "kernel_dk"),
                       ("coords", "coords"), ("harmonics", "harmonics"), ("coord_features", "coord_features"),
-                      ("coord_sigma", "coord_sigma"), ("dt_input", "dt_input")]:
+                      ("coord_sigma", "coord_sigma"), ("dt_input", "dt_input"), ("conserve", "conserve"),
+                      ("condition_on_field", "condition_on_field")]:
         assert sig[name].default == core[key], name
     assert core["kernel_heads"] == sig["n_heads"].default and core["kernel_layers"] == sig["n_layers"].default
     train = attnphys._core.surrogate.train_defaults()
@@ -161,7 +162,8 @@ def lognormal_file(tmp_path_factory):
 
 CLI = ["data.n_train=32", "data.n_val=8", "data.n_test=8", 'data.channels=["kappa"]', "model.kind=transformer",
        "model.d_model=16", "model.n_heads=2", "model.d_ff=32", "train.steps=40", "train.batch=8",
-       "train.eval_every=20", "train.progress=false", "optimizer.lr=0.03"]  # the Trainer's default lr
+       "train.eval_every=20", "train.progress=false", "optimizer.lr=0.03",  # the Trainer's default lr
+       "train.unroll=1", "model.conserve=false"]  # the Trainer's and Surrogate's defaults (the CLI's main job differs)
 
 
 def _cli(args):
@@ -499,3 +501,29 @@ def test_training_releases_the_gil(problem):
     t.join()
     assert done.is_set() and len(seen) == 30
     assert seen[-1] - seen[0] >= 10, seen
+
+
+def test_conserve_and_field_conditioning_on_nonlinear_heat():
+    # u_t = div(kappa(u) grad u), kappa = 1 + 2u^2, periodic 12 x 12: no channel carries kappa, so the conditioned
+    # operator is conditioned on the field itself (quasi-linear A(u) u); with conserve=True every prediction keeps
+    # its input's mean exactly, as the periodic equation does.
+    rng = np.random.default_rng(3)
+    n, h, dt = 12, 1.0 / 12, 2.0 / 144 / 4
+    x = np.zeros((48, n, n))
+    k = np.fft.fftfreq(n) * n
+    for s in range(48):
+        spec = rng.normal(size=(n, n)) + 1j * rng.normal(size=(n, n))
+        spec *= np.exp(-0.5 * (k[:, None] ** 2 + k[None, :] ** 2) / 4.0)
+        f = np.real(np.fft.ifft2(spec))
+        x[s] = f / f.std() + 0.3 * rng.normal()
+    law = {"law": "quadratic", "kappa0": 1.0, "beta": 2.0}
+    y = np.stack([attnphys.heat.solve(x[s], dt, h, bc="periodic", kappa_law=law) for s in range(48)])
+    model = Surrogate("conditioned", condition_on_field=True, conserve=True, n_heads=2, d_k=8)
+    Trainer(model, steps=80, batch=8, lr=2e-2).fit(x[:40], y[:40])
+    p = model.predict(x[40:])
+    np.testing.assert_allclose(p.mean(axis=(1, 2)), x[40:].mean(axis=(1, 2)), atol=2e-6)
+    err = np.linalg.norm((p - y[40:]).reshape(8, -1), axis=1) / np.linalg.norm(y[40:].reshape(8, -1), axis=1)
+    ident = np.linalg.norm((x[40:] - y[40:]).reshape(8, -1), axis=1) / np.linalg.norm(y[40:].reshape(8, -1), axis=1)
+    assert err.mean() < 0.5 * ident.mean(), (err.mean(), ident.mean())
+    with pytest.raises(attnphys.Error, match="condition_on_field"):
+        Surrogate("transformer", condition_on_field=True)
