@@ -234,7 +234,8 @@ def run_ours(exe, fam, path, out_dir, budget, ours_set, probe_steps):
     n_train, n_val, n_test = fam["split"]
     base = [f"data.file={path}", "data.dim=2", "data.n=0", f"data.n_train={n_train}", f"data.n_val={n_val}",
             f"data.n_test={n_test}", f"data.bc={fam['bc']}", "model.kind=transformer", "train.progress=false",
-            "eval.rollout_steps=0", "eval.transfer_n=0"]
+            "eval.rollout_steps=0", "eval.transfer_n=0",
+            "train.unroll=1"]  # the files hold one step per sample (the main job's pushforward needs trajectories)
     if fam["channels"]:
         base.append("data.channels=" + ",".join(fam["channels"]))
 

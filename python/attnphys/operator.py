@@ -64,11 +64,12 @@ __all__ = ["Surrogate", "Trainer", "Error"]
 
 # Python keyword -> option key, per model kind.
 _COMMON = {"coords": "coords", "harmonics": "harmonics", "coord_features": "coord_features",
-           "coord_sigma": "coord_sigma", "dt_input": "dt_input"}
+           "coord_sigma": "coord_sigma", "dt_input": "dt_input", "conserve": "conserve"}
 _TRANSFORMER = {"d_model": "d_model", "n_heads": "n_heads", "n_layers": "n_layers", "d_ff": "d_ff",
                 "attention": "attention", "n_slices": "n_slices", "final_norm": "final_norm", "stencil": "stencil"}
 _KERNEL = {"n_heads": "kernel_heads", "n_layers": "kernel_layers", "d_k": "kernel_dk"}
-_CONDITIONED = dict(_KERNEL, d_model="d_model", stencil="stencil", local_radius="local_radius")
+_CONDITIONED = dict(_KERNEL, d_model="d_model", stencil="stencil", local_radius="local_radius",
+                    condition_on_field="condition_on_field")
 # Option keys in C++ messages -> the keyword to change.
 _MESSAGE_NAMES = {"model.kernel_heads": "n_heads", "model.kernel_dk": "d_k", "model.kernel_layers": "n_layers",
                   "optimizer.kind": "optimizer", "schedule.kind": "schedule", "data.channels": "channels",
@@ -183,7 +184,10 @@ class Surrogate:
     kernel: n_heads, n_layers, d_k (query/key width per head).
     conditioned: n_heads, n_layers, d_k as kernel; d_model (width of the conditioning MLP); stencil (the channels'
         central differences join the conditioning, never u's); local_radius (r > 0 adds a conditioned local term
-        sum_s w_s(z_i) u_(i+s) over the (2r+1)^dim neighbours, still linear in u; 0: none).
+        sum_s w_s(z_i) u_(i+s) over the (2r+1)^dim neighbours, still linear in u; 0: none); condition_on_field (u
+        itself joins the conditioning: a quasi-linear A(u) u for nonlinear kappa(u), where no channel carries kappa;
+        then no channel is needed).
+    conserve: every prediction keeps its input's mean exactly (periodic or zero-flux heat without sources).
     coords: "harmonics" (cos/sin(2 pi m x / period), m = 1..harmonics per axis; the period is the box on a periodic
         box, twice it otherwise), "fourier" (coord_features random Fourier features of scale coord_sigma) or "none".
     channels: names of the extra per-point inputs (static per sample), e.g. ("kappa",); each is normalised with its
@@ -199,9 +203,9 @@ class Surrogate:
     """
 
     def __init__(self, kind="transformer", *, d_model=32, n_heads=4, n_layers=1, d_ff=64, attention="dense",
-                 n_slices=None, final_norm=False, stencil=False, d_k=16, local_radius=0, coords="harmonics", harmonics=4, coord_features=16,
-                 coord_sigma=1.0, channels=(), dt_input=False, dim=2, lengths=None, bc="periodic", dtype="float32",
-                 seed=0, **unknown):
+                 n_slices=None, final_norm=False, stencil=False, d_k=16, local_radius=0, coords="harmonics",
+                 harmonics=4, coord_features=16, coord_sigma=1.0, channels=(), dt_input=False, conserve=False,
+                 condition_on_field=False, dim=2, lengths=None, bc="periodic", dtype="float32", seed=0, **unknown):
         w = "Surrogate"
         if unknown:
             _unknown(w, unknown, list(_TRANSFORMER) + list(_CONDITIONED) + list(_COMMON) +
@@ -236,7 +240,8 @@ class Surrogate:
                  "harmonics": _int(w, "harmonics", harmonics, 1),
                  "coord_features": _int(w, "coord_features", coord_features, 1),
                  "coord_sigma": _float(w, "coord_sigma", coord_sigma, 0.0, strict=True),
-                 "dt_input": _bool(w, "dt_input", dt_input)}
+                 "dt_input": _bool(w, "dt_input", dt_input), "conserve": _bool(w, "conserve", conserve),
+                 "condition_on_field": _bool(w, "condition_on_field", condition_on_field)}
         if n_slices is not None:
             given["n_slices"] = _int(w, "n_slices", n_slices, 1)
         own = {"transformer": _TRANSFORMER, "kernel": _KERNEL, "conditioned": _CONDITIONED}[kind]
@@ -263,7 +268,8 @@ class Surrogate:
                 "attention": d["attention"], "final_norm": d["final_norm"], "stencil": d["stencil"],
                 "d_k": d["kernel_dk"], "local_radius": d["local_radius"],
                 "coords": d["coords"], "harmonics": d["harmonics"], "coord_features": d["coord_features"],
-                "coord_sigma": d["coord_sigma"], "dt_input": d["dt_input"], "kernel_heads": d["kernel_heads"],
+                "coord_sigma": d["coord_sigma"], "dt_input": d["dt_input"], "conserve": d["conserve"],
+                "condition_on_field": d["condition_on_field"], "kernel_heads": d["kernel_heads"],
                 "kernel_layers": d["kernel_layers"], "kind": d["kind"]}
 
     @classmethod

@@ -168,6 +168,8 @@ py::dict to_dict(const training::SurrogateOptions& o) {
   d["dt_input"] = o.dt_input;
   d["final_norm"] = o.encoder.final_norm;
   d["stencil"] = o.stencil;
+  d["conserve"] = o.conserve;
+  d["condition_on_field"] = o.condition_on_field;
   return d;
 }
 

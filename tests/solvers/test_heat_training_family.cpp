@@ -221,6 +221,8 @@ TEST(HeatTrainingFamily, TheMainJobConfigFileHoldsTheMainJobDefaults) {
   generic.data.n = 32;  // the default 0 resolves to 32 for generated pairs
   generic.data.family.kappa_contrast = HeatRunConfig::main_job().data.family.kappa_contrast;  // unused: κ constant
   generic.model.conditioned_attention = HeatRunConfig::main_job().model.conditioned_attention;  // unused: kernel kind
+  generic.train.unroll_grad = HeatRunConfig::main_job().train.unroll_grad;  // unused: one-step training
+  generic.train.unroll_warmup_steps = HeatRunConfig::main_job().train.unroll_warmup_steps;  // unused likewise
   EXPECT_EQ(toml_of(HeatRunConfig::main_job(), (src / "configs/heat2d_constant.toml").string()), toml_of(generic, ""));
   const HeatRunConfig m = HeatRunConfig::main_job().resolved();
   EXPECT_EQ(m.data.channels, std::vector<std::string>{"kappa"});
