@@ -19,7 +19,21 @@ extern "C" float erff(float) noexcept __attribute__((simd("notinbranch")));
 namespace attnphys::vmc::detail {
 inline double vit_erf(double x) { return ::erf(x); }
 inline float vit_erf(float x) { return ::erff(x); }
+// 64-byte GCC vectors for the fused feed-forward's register blocks (one AVX-512 register; two AVX2 ones).
+template <class T>
+struct Simd;
+template <>
+struct Simd<float> {
+  typedef float type __attribute__((vector_size(64)));
+  static constexpr int width = 16;
+};
+template <>
+struct Simd<double> {
+  typedef double type __attribute__((vector_size(64)));
+  static constexpr int width = 8;
+};
 }  // namespace attnphys::vmc::detail
+#define ATTNPHYS_VIT_SIMD 1
 #else
 namespace attnphys::vmc::detail {
 template <class T>
@@ -831,6 +845,28 @@ struct IncrementalRows {
         }
       }
       for (long i = 0; i < dd; ++i) x1[j * dd + i] += x0n[i] - x0o[i];
+#ifdef ATTNPHYS_VIT_SIMD
+      if constexpr (D > 0 && D % Simd<T>::width == 0) {
+        using V = typename Simd<T>::type;
+        constexpr int Wd = Simd<T>::width, ND = D / Wd;
+        for (long t = 0; t < np; ++t) {
+          T* row = x1 + t * D;
+          const long ri = ops::relative_index(t, j, np, max_len, periodic);
+          V acc[ND];
+          __builtin_memcpy(acc, row, sizeof(acc));
+          for (long h = 0; h < H; ++h) {
+            const V a = V{} + alpha[h * table + ri];
+            for (int q = 0; q < ND; ++q) {
+              V uq;
+              __builtin_memcpy(&uq, u + h * D + q * Wd, sizeof(V));
+              acc[q] += a * uq;
+            }
+          }
+          __builtin_memcpy(row, acc, sizeof(acc));
+        }
+        continue;
+      }
+#endif
       for (long t = 0; t < np; ++t) {
         T* row = x1 + t * dd;
         const long ri = ops::relative_index(t, j, np, max_len, periodic);
@@ -860,6 +896,46 @@ struct IncrementalRows {
     T zacc[D > 0 ? D : 1];
     T* za = D > 0 ? zacc : z;
     for (long i = 0; i < dd; ++i) za[i] = T(0);
+#ifdef ATTNPHYS_VIT_SIMD
+    // Compile-time widths that are multiples of the vector: both products from vector registers (GCC's own
+    // vectoriser keeps the 16 outputs of W2 in scalar registers).
+    if constexpr (D > 0 && F > 0 && D % Simd<T>::width == 0 && F % Simd<T>::width == 0) {
+      using V = typename Simd<T>::type;
+      constexpr int Wd = Simd<T>::width, ND = D / Wd, NF = F / Wd;
+      auto load = [](const T* p) {
+        V v;
+        __builtin_memcpy(&v, p, sizeof(V));
+        return v;
+      };
+      auto store = [](T* p, const V& v) { __builtin_memcpy(p, &v, sizeof(V)); };
+      V zv[ND];
+      for (int q = 0; q < ND; ++q) zv[q] = V{};
+      for (long t = 0; t < np; ++t) {
+        const T* xt = x1 + t * D;
+        norm<D>(h2, xt, g2, b2);
+        V fv[NF];
+        for (int q = 0; q < NF; ++q) fv[q] = load(bl1 + q * Wd);
+        for (int i = 0; i < D; ++i) {
+          const V hb = V{} + h2[i];
+          for (int q = 0; q < NF; ++q) fv[q] += hb * load(W1T + i * F + q * Wd);
+        }
+        for (int q = 0; q < NF; ++q) store(f + q * Wd, fv[q]);
+#pragma GCC ivdep
+        for (long o = 0; o < F; ++o) g[o] = T(0.5) * f[o] * (T(1) + vit_erf(f[o] * T(0.70710678118654752440)));
+        V ov[ND];
+        for (int q = 0; q < ND; ++q) ov[q] = load(xt + q * Wd) + load(bl2 + q * Wd);
+        for (int o = 0; o < F; ++o) {
+          const V gb = V{} + g[o];
+          for (int q = 0; q < ND; ++q) ov[q] += gb * load(W2T + o * D + q * Wd);
+        }
+        for (int q = 0; q < ND; ++q) store(out + q * Wd, ov[q]);
+        norm<D>(y, out, gf, bf);
+        for (int q = 0; q < ND; ++q) zv[q] += load(y + q * Wd);
+      }
+      for (int q = 0; q < ND; ++q) store(z + q * Wd, zv[q]);
+      return;
+    }
+#endif
     for (long t = 0; t < np; ++t) {
       const T* xt = x1 + t * dd;
       norm<D>(h2, xt, g2, b2);
