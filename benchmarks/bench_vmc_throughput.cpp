@@ -3,7 +3,7 @@
 // one rank. For each N it runs `--warmup` iterations, then `--iters` timed ones, and reports the median seconds per
 // iteration and the median of each phase (sampling, local energies, per-sample gradients, update = SR solve), with
 // samples/s (samples with their local energies per second of sampling + local energy, and samples per second of
-// whole iterations).
+// whole iterations), and the 1-minute load average before and after (figures under load are not quiet ones).
 //
 //   benchmarks/run vmc_throughput [--sizes 20,100] [--iters 5] [--warmup 2] [--set key=value ...]
 //
@@ -24,6 +24,18 @@
 using namespace attnphys;
 
 namespace {
+
+// The 1-minute load average (/proc/loadavg; -1 where there is none): figures taken while other processes run are
+// loaded, and the JSON says so.
+double load_average() {
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  double a = -1;
+  if (f) {
+    if (std::fscanf(f, "%lf", &a) != 1) a = -1;
+    std::fclose(f);
+  }
+  return a;
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -84,6 +96,7 @@ Json run(long n, long warmup, long iters, const std::vector<std::string>& sets, 
   j.set("acceptance", median(acc));
   j.set("last_energy", last_e);
   j.set("s_per_iter_all", total);
+  j.set("float32_proposals", cfg.vmc.sampler.float32);
   return j;
 }
 
@@ -128,7 +141,9 @@ int main(int argc, char** argv) {
   out.set("model", "heisenberg periodic, default transformer");
   std::vector<double> spi(sizes.size()), sps(sizes.size());
   std::vector<Json> blocks;
+  out.set("load_average_start", load_average());
   for (std::size_t k = 0; k < sizes.size(); ++k) blocks.push_back(run(sizes[k], warmup, iters, sets, spi[k], sps[k]));
+  out.set("load_average_end", load_average());
   for (std::size_t k = 0; k < sizes.size(); ++k) {
     out.set("s_per_iter_n" + std::to_string(sizes[k]), spi[k]);
     out.set("samples_per_s_n" + std::to_string(sizes[k]), sps[k]);
