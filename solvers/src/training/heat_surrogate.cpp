@@ -1147,7 +1147,8 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
       const bool b0 = !opt_.local_softmax;  // the softmax stencil replaces b0·û
       Kokkos::parallel_for(
           "attnphys::cond_combine", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
-            T acc = (b0 ? m(t, HD) * fin(t) : T(0)) + m(t, HD + 1);
+            // (the b0 form written exactly as without model.local_softmax, so that it rounds the same)
+            T acc = b0 ? m(t, HD) * fin(t) + m(t, HD + 1) : m(t, HD + 1);
             for (long f = 0; f < HD; ++f) acc += m(t, f) * om(t, f);
             fout(t) = acc;
           });
