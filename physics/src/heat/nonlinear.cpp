@@ -66,8 +66,10 @@ void KappaLaw::validate() const {
     require(std::isfinite(u[i]), "nonlinear diffusivity table: table_u[", i, "] = ", u[i], " is not finite");
     require(std::isfinite(k[i]) && k[i] > 0, "nonlinear diffusivity table: table_kappa[", i, "] = ", k[i],
             " must be positive and finite (kappa > 0 everywhere keeps the problem parabolic)");
-    require(i == 0 || u[i] > u[i - 1], "nonlinear diffusivity table: table_u must be strictly increasing, but table_u[",
-            i, "] = ", u[i], " <= table_u[", i - 1, "] = ", u[i - 1]);
+    // (not one require(i == 0 || ...): its message arguments, u[i - 1] among them, are evaluated even for i = 0)
+    if (i > 0)
+      require(u[i] > u[i - 1], "nonlinear diffusivity table: table_u must be strictly increasing, but table_u[", i,
+              "] = ", u[i], " <= table_u[", i - 1, "] = ", u[i - 1]);
   }
 }
 
