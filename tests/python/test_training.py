@@ -16,6 +16,7 @@ TINY = [
     "train.steps=12", "train.batch=8", "train.eval_every=6", "train.checkpoint_every=6", "train.progress=false",
     "eval.rollout_steps=2", "eval.rollout_samples=4", "eval.transfer_n=32", "eval.transfer_samples=4",
     "eval.speed=false", "family.kappa=constant", "model.kind=kernel", "optimizer.lr=0.03", "train.max_seconds=0",
+    "train.unroll=1", "model.conserve=false",  # one-step, unconstrained (the main job adds pushforward and conserve)
 ]
 
 
