@@ -106,11 +106,16 @@ def worker(mode, batch, n, threads, steps):
         (y * dy).sum().backward()
         opt.step()
 
+    serve(torch, model, step, 2 if mode == "compile" else 1, steps)
+
+
+def serve(torch, model, step, warmups, steps):
+    """The worker protocol: warm up (reporting ready or the error), then time `steps` steps per "run" on stdin."""
     ready = {"ready": True, "torch_version": torch.__version__, "threads": torch.get_num_threads(),
              "parameters": sum(p.numel() for p in model.parameters())}
     try:
         t0 = time.perf_counter()
-        for _ in range(2 if mode == "compile" else 1):
+        for _ in range(warmups):
             step()
         ready["warmup_s"] = time.perf_counter() - t0
     except Exception as e:  # torch.compile may not work on this CPU / compiler

@@ -31,7 +31,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attention_train_vs_torch import Side, ensure_torch2_venv, loadavg, log, venv_python  # noqa: E402
+from attention_train_vs_torch import Side, ensure_torch2_venv, loadavg, log, serve, venv_python  # noqa: E402
 from operator_vs_fno import median_step_seconds  # noqa: E402
 
 HERE = os.path.abspath(__file__)
@@ -117,30 +117,7 @@ def worker(mode, batch, n, threads, steps, pool):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
 
-    ready = {"ready": True, "torch_version": torch.__version__, "threads": torch.get_num_threads(),
-             "parameters": sum(p.numel() for p in model.parameters())}
-    try:
-        t0 = time.perf_counter()
-        for _ in range(3 if mode == "compile" else 2):
-            step()
-        ready["warmup_s"] = time.perf_counter() - t0
-    except Exception as e:  # torch.compile may not work with this CPU / compiler
-        print(json.dumps({"ready": False, "error": f"{type(e).__name__}: {str(e)[:400]}"}), flush=True)
-        return
-    print(json.dumps(ready), flush=True)
-    for line in sys.stdin:
-        cmd = line.strip()
-        if cmd == "quit":
-            break
-        if cmd != "run":
-            print(json.dumps({"error": f"unknown command {cmd!r}"}), flush=True)
-            continue
-        t = []
-        for _ in range(steps):
-            t0 = time.perf_counter()
-            step()
-            t.append(time.perf_counter() - t0)
-        print(json.dumps({"step_s": t, "median_s": statistics.median(t)}), flush=True)
+    serve(torch, model, step, 3 if mode == "compile" else 2, steps)
 
 
 # ---------------------------------------------------------------------------------------------------------------
