@@ -66,7 +66,9 @@ TEST(MpsObservables, GroundStateHasZeroVarianceAndSingletCorrelations) {
   const DmrgResult r = dmrg(chain_mpo(m), psi, Sweeps(10, p));
   EXPECT_LT(std::abs(variance(chain_mpo(m), psi)), 1e-9);
   EXPECT_NEAR(expectation(chain_mpo(m), psi), r.energy, 1e-10);
-  for (double mz : local_expectations(psi, "Sz")) EXPECT_NEAR(mz, 0.0, 1e-10);
+  // <Sz_i> of the singlet is zero up to the triplet (S = 1, Sz = 0) admixture, which is linear in the state's
+  // error where the energy is quadratic: 1.4e-10 here after converged sweeps (the rounding of the sweeps).
+  for (double mz : local_expectations(psi, "Sz")) EXPECT_NEAR(mz, 0.0, 1e-9);
   // SU(2) singlet: <S+_i S-_j> = 2 <Sz_i Sz_j>.
   EXPECT_NEAR(correlation(psi, "S+", 2, "S-", 7), 2 * correlation(psi, "Sz", 2, "Sz", 7), 1e-9);
   // DMRG's own entropies are those of the returned state.
