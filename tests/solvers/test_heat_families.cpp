@@ -354,3 +354,42 @@ TEST(HeatFamilies, BadFamilyParametersAreRefusedWithWhatToChange) {
   EXPECT_EQ(f.seed, 9u);
   EXPECT_TRUE(f.per_sample());
 }
+
+TEST(HeatFamilies, RandomFieldsIn1dAnd2dAgreeAcrossResolutionsAndHaveTheirCorrelation) {
+  // Every grid evaluates the same trigonometric polynomial (the modes are set by the correlation length, below the
+  // coarse grid's Nyquist limit here), summed one axis at a time from phase tables: the 2n-point periodic grid's even
+  // points are the n-point grid's points, so the two fields agree there to rounding. And the 2D field has unit
+  // variance and the Gaussian correlation exp(-r²/2ℓ²).
+  InitialConditionOptions o;
+  o.length_scale = 0.12;
+  for (int dim : {1, 2}) {
+    const long n = 32, S = 16;
+    auto coarse = dim == 1 ? make_problem(1, {n}, {1.0 / n}, 1.0, "periodic")
+                           : make_problem(2, {n, n}, {1.0 / n, 1.0 / n}, 1.0, "periodic");
+    auto fine = dim == 1 ? make_problem(1, {2 * n}, {0.5 / n}, 1.0, "periodic")
+                         : make_problem(2, {2 * n, 2 * n}, {0.5 / n, 0.5 / n}, 1.0, "periodic");
+    const long cc = dim == 1 ? n : n * n, cf = dim == 1 ? 2 * n : 4 * n * n;
+    View2<double> fc("fc", S, cc), ff("ff", S, cf);
+    initial_conditions(coarse, o, 7, 3, fc);
+    initial_conditions(fine, o, 7, 3, ff);
+    auto hc = to_host(fc), hf = to_host(ff);
+    double diff = 0.0, var = 0.0, cx = 0.0, cy = 0.0;
+    for (long s = 0; s < S; ++s)
+      for (long j = 0; j < (dim == 1 ? 1 : n); ++j)
+        for (long i = 0; i < n; ++i) {
+          const double v = hc(s, j * n + i);
+          diff = std::max(diff, std::abs(v - hf(s, dim == 1 ? 2 * i : (2 * j) * (2 * n) + 2 * i)));
+          var += v * v;
+          cx += v * hc(s, j * n + (i + 2) % n);
+          if (dim == 2) cy += v * hc(s, ((j + 2) % n) * n + i);
+        }
+    EXPECT_LT(diff, 1e-12) << "dim " << dim;
+    var /= S * cc;
+    const double r = 2.0 / n, expect = std::exp(-r * r / (2 * o.length_scale * o.length_scale));
+    EXPECT_NEAR(cx / (S * cc * var), expect, 0.06) << "dim " << dim;
+    if (dim == 2) {
+      EXPECT_NEAR(var, 1.0, 0.15);
+      EXPECT_NEAR(cy / (S * cc * var), expect, 0.06);
+    }
+  }
+}

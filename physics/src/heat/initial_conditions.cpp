@@ -39,7 +39,21 @@ double InitialConditionOptions::typical_wavenumber(const HeatProblem& p) const {
 
 namespace {
 constexpr std::uint64_t kKappaStream = 1ULL << 40;  // streams of κ fields, far from sample indices
+
+// Row a (of m, wavenumber a − M): cos(2π (a − M) x_i / L) for the n cell coordinates x_i = x0 + i h, then the sines.
+// An absent axis (L = 0, one mode) gets cos 1 and sin 0.
+View2<double> phase_table(const char* label, long m, long M, long n, double x0, double h, double L) {
+  View2<double> t(std::string(label), m, 2 * n);
+  Kokkos::parallel_for(
+      label, Kokkos::RangePolicy<ExecSpace>(0, m * n), KOKKOS_LAMBDA(const long k) {
+        const long a = k / n, i = k - a * n;
+        const double th = L > 0 ? 2 * M_PI * (a - M) * (x0 + i * h) / L : 0.0;
+        t(a, i) = math::cos(th);
+        t(a, n + i) = math::sin(th);
+      });
+  return t;
 }
+}  // namespace
 
 void initial_conditions(const HeatProblem& p, const InitialConditionOptions& o, std::uint64_t seed, long first,
                         const View2<double>& out) {
@@ -100,66 +114,49 @@ void initial_conditions(const HeatProblem& p, const InitialConditionOptions& o, 
           coef(s, q, 0) = w * r.normal();
           coef(s, q, 1) = w * r.normal();
         });
-    if (dim == 3) {
-      // Re Σ_abc C_abc e^{i(kx_a x + ky_b y + kz_c z)}, C = A − iB, summed one axis at a time:
-      // T1(s, c, b, x) = Σ_a C e^{i kx_a x}, T2(s, c, y, x) = Σ_b T1 e^{i ky_b y}, u(s, z, y, x) = Re Σ_c T2 e^{i kz_c z}.
-      View3<double> t1r("attnphys::grf_t1r", count * mz, my, nx), t1i("attnphys::grf_t1i", count * mz, my, nx);
-      Kokkos::parallel_for(
-          "attnphys::grf_pass_x", Kokkos::RangePolicy<ExecSpace>(0, count * mz * my * nx), KOKKOS_LAMBDA(const long t) {
-            const long i = t % nx, b = (t / nx) % my, sc = t / (nx * my), c = sc % mz, s = sc / mz;
-            const double x = x0x + i * hx;
-            double re = 0.0, im = 0.0;
-            for (long a = 0; a < mx; ++a) {
-              const long q = a + mx * (b + my * c);
-              const double th = 2 * M_PI * (a - Mx) * x / Lx, cr = coef(s, q, 0), ci = -coef(s, q, 1);
-              const double co = math::cos(th), si = math::sin(th);
-              re += cr * co - ci * si;
-              im += cr * si + ci * co;
-            }
-            t1r(sc, b, i) = re;
-            t1i(sc, b, i) = im;
-          });
-      View3<double> t2r("attnphys::grf_t2r", count * mz, ny, nx), t2i("attnphys::grf_t2i", count * mz, ny, nx);
-      Kokkos::parallel_for(
-          "attnphys::grf_pass_y", Kokkos::RangePolicy<ExecSpace>(0, count * mz * ny * nx), KOKKOS_LAMBDA(const long t) {
-            const long i = t % nx, j = (t / nx) % ny, sc = t / (nx * ny);
-            const double y = x0y + j * hy;
-            double re = 0.0, im = 0.0;
-            for (long b = 0; b < my; ++b) {
-              const double th = 2 * M_PI * (b - My) * y / Ly, co = math::cos(th), si = math::sin(th);
-              const double ar = t1r(sc, b, i), ai = t1i(sc, b, i);
-              re += ar * co - ai * si;
-              im += ar * si + ai * co;
-            }
-            t2r(sc, j, i) = re;
-            t2i(sc, j, i) = im;
-          });
-      Kokkos::parallel_for(
-          "attnphys::grf_pass_z", Kokkos::RangePolicy<ExecSpace>(0, count * cells), KOKKOS_LAMBDA(const long t) {
-            const long s = t / cells, cl = t - s * cells;
-            const long i = cl % nx, j = (cl / nx) % ny, k = cl / (nx * ny);
-            const double z = x0z + k * hz;
-            double v = 0.0;
-            for (long c = 0; c < mz; ++c) {
-              const double th = 2 * M_PI * (c - Mz) * z / Lz;
-              v += t2r(s * mz + c, j, i) * math::cos(th) - t2i(s * mz + c, j, i) * math::sin(th);
-            }
-            out(s, cl) = v;
-          });
-      return;
-    }
+    // u = Re Σ_abc C_abc e^{i(kx_a x + ky_b y + kz_c z)}, C = A − iB, summed one axis at a time (absent axes have one
+    // mode, k = 0): T1(s, c, b, x) = Σ_a C e^{i kx_a x}, T2(s, c, y, x) = Σ_b T1 e^{i ky_b y},
+    // u(s, z, y, x) = Re Σ_c T2 e^{i kz_c z}. The phases come from per-axis tables, so the passes are multiply-adds:
+    // O(modes^(1/dim)) work per cell and pass instead of O(modes) sines and cosines per cell.
+    const long nz = e[0];
+    const View2<double> px = phase_table("attnphys::grf_phase_x", mx, Mx, nx, x0x, hx, Lx);
+    const View2<double> py = phase_table("attnphys::grf_phase_y", my, My, ny, x0y, hy, Ly);
+    const View2<double> pz = phase_table("attnphys::grf_phase_z", mz, Mz, nz, x0z, hz, Lz);
+    View3<double> t1r("attnphys::grf_t1r", count * mz, my, nx), t1i("attnphys::grf_t1i", count * mz, my, nx);
     Kokkos::parallel_for(
-        "attnphys::grf_fields", Kokkos::RangePolicy<ExecSpace>(0, count * cells), KOKKOS_LAMBDA(const long t) {
-          const long s = t / cells, c = t - s * cells;
-          const long i = c % nx, j = (c / nx) % ny, k = c / (nx * ny);
-          const double x = x0x + i * hx, y = x0y + j * hy, z = x0z + k * hz;
-          double v = 0.0;
-          for (long q = 0; q < modes; ++q) {
-            const long a = q % mx - Mx, b = (q / mx) % my - My, cc = q / (mx * my) - Mz;
-            const double th = 2 * M_PI * (a * x / Lx + b * y / Ly + cc * z / Lz);
-            v += coef(s, q, 0) * math::cos(th) + coef(s, q, 1) * math::sin(th);
+        "attnphys::grf_pass_x", Kokkos::RangePolicy<ExecSpace>(0, count * mz * my * nx), KOKKOS_LAMBDA(const long t) {
+          const long i = t % nx, b = (t / nx) % my, sc = t / (nx * my), c = sc % mz, s = sc / mz;
+          double re = 0.0, im = 0.0;
+          for (long a = 0; a < mx; ++a) {
+            const long q = a + mx * (b + my * c);
+            const double cr = coef(s, q, 0), ci = -coef(s, q, 1), co = px(a, i), si = px(a, nx + i);
+            re += cr * co - ci * si;
+            im += cr * si + ci * co;
           }
-          out(s, c) = v;
+          t1r(sc, b, i) = re;
+          t1i(sc, b, i) = im;
+        });
+    View3<double> t2r("attnphys::grf_t2r", count * mz, ny, nx), t2i("attnphys::grf_t2i", count * mz, ny, nx);
+    Kokkos::parallel_for(
+        "attnphys::grf_pass_y", Kokkos::RangePolicy<ExecSpace>(0, count * mz * ny * nx), KOKKOS_LAMBDA(const long t) {
+          const long i = t % nx, j = (t / nx) % ny, sc = t / (nx * ny);
+          double re = 0.0, im = 0.0;
+          for (long b = 0; b < my; ++b) {
+            const double co = py(b, j), si = py(b, ny + j);
+            const double ar = t1r(sc, b, i), ai = t1i(sc, b, i);
+            re += ar * co - ai * si;
+            im += ar * si + ai * co;
+          }
+          t2r(sc, j, i) = re;
+          t2i(sc, j, i) = im;
+        });
+    Kokkos::parallel_for(
+        "attnphys::grf_pass_z", Kokkos::RangePolicy<ExecSpace>(0, count * cells), KOKKOS_LAMBDA(const long t) {
+          const long s = t / cells, cl = t - s * cells;
+          const long i = cl % nx, j = (cl / nx) % ny, k = cl / (nx * ny);
+          double v = 0.0;
+          for (long c = 0; c < mz; ++c) v += t2r(s * mz + c, j, i) * pz(c, k) - t2i(s * mz + c, j, i) * pz(c, nz + k);
+          out(s, cl) = v;
         });
     return;
   }
