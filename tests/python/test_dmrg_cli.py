@@ -57,3 +57,25 @@ def test_a_bad_flag_value_is_refused_with_the_key():
     r = subprocess.run([EXE, "dmrg", "--model", "heisenberg", "--n", "8", "--chi", "0"], capture_output=True,
                        text=True)
     assert r.returncode != 0 and "dmrg.chi" in r.stderr
+
+
+def test_an_unconverged_run_warns_and_says_why_in_the_json():
+    # Too few sweeps, and a fixed niter = 1 that stalls: converged false, the reason in the JSON and a warning on
+    # stderr; a converged run says converged true with no reason and no warning.
+    r = subprocess.run([EXE, "dmrg", "--model", "heisenberg", "--n", "40", "--chi", "16", "--sweeps", "2",
+                        "--niter", "1", "--set", "dmrg.davidson_adaptive=false", "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout.strip().splitlines()[-1])
+    assert j["converged"] is False
+    why = j["convergence_reason"]
+    # Still noisy at the end (the ramp is cut short), and far from an eigenstate: the variance goal is missed.
+    assert "the last sweep still had noise" in why and "raise --sweeps" in why
+    assert "above the goal" in why and "(dmrg.variance_tol)" in why and j["variance"] > 1e-3
+    assert "warning: DMRG did not converge: " + j["convergence_reason"] in r.stderr
+    ok = subprocess.run([EXE, "dmrg", "--model", "xxz", "--delta", "0.5", "--n", "12", "--chi", "64", "--json"],
+                        capture_output=True, text=True)
+    g = json.loads(ok.stdout.strip().splitlines()[-1])
+    assert g["converged"] is True and g["convergence_reason"] is None and "did not converge" not in ok.stderr
+    # XXZ Delta = 0.5, N = 12 open: ED -4.33814833092708 (`attnphys ed --model xxz --delta 0.5 --n 12 --bc open`).
+    assert abs(g["energy"] - (-4.33814833092708)) < 1e-9 and g["variance"] < 1e-8
