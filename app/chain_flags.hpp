@@ -1,16 +1,36 @@
 #pragma once
 // The model flags shared by `attnphys ed`, `dmrg` and `vmc`: --model --n --bc --J --h --delta --j2.
 #include <CLI/CLI.hpp>
+#include <map>
 
 #include "attnphys/physics/spin/chain_model.hpp"
+#include "cli_common.hpp"
 
 namespace attnphys::cli {
 
+// As other names for the options model.model, model.n, ... (applied after the file and --set).
+inline void add_chain_flags(CLI::App* sub, OptionFlags& f) {
+  f.add(sub, "--model", "model.model");
+  f.add(sub, "--n", "model.n");
+  f.add(sub, "--bc", "model.bc");
+  f.add(sub, "--J", "model.J");
+  f.add(sub, "--h", "model.h");
+  f.add(sub, "--delta", "model.delta");
+  f.add(sub, "--j2", "model.j2");
+}
+
+// Into a ChainModel of the command's own (the caller decides what each given flag overrides).
 inline void add_chain_flags(CLI::App* sub, spin::ChainModel& m) {
-  sub->add_option("--model", m.model, "tfim | xxz | heisenberg | j1j2")
-      ->check(CLI::IsMember({"tfim", "xxz", "heisenberg", "j1j2"}));
+  auto names = [](const auto& values) {
+    std::map<std::string, decltype(values[0].value)> out;
+    for (const auto& c : values) out.emplace(c.name, c.value);
+    return out;
+  };
+  sub->add_option("--model", m.model, enum_list<spin::ModelKind>(" | "))
+      ->transform(CLI::CheckedTransformer(names(EnumNames<spin::ModelKind>::values)));
   sub->add_option("--n", m.n, "number of sites");
-  sub->add_option("--bc", m.bc, "open | periodic")->check(CLI::IsMember({"open", "periodic"}));
+  sub->add_option("--bc", m.bc, enum_list<spin::Boundary>(" | "))
+      ->transform(CLI::CheckedTransformer(names(EnumNames<spin::Boundary>::values)));
   sub->add_option("--J", m.J, "nearest-neighbour coupling (J1 for j1j2)");
   sub->add_option("--h", m.h, "transverse field (tfim)");
   sub->add_option("--delta", m.delta, "anisotropy (xxz)");

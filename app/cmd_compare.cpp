@@ -41,9 +41,9 @@ struct Row {
 
 spin::ChainModel make_model(const std::string& name, int n) {
   spin::ChainModel m;
-  m.model = name;
+  m.model = spin::parse_model_kind(name);
   m.n = n;
-  m.bc = "open";
+  m.bc = spin::Boundary::Open;
   m.J = 1.0;
   m.h = 1.0;  // critical TFIM
   m.validate();
@@ -111,7 +111,7 @@ void register_compare(CLI::App& app) {
         // Reference: closed form or ED when affordable, else DMRG at a large bond dimension.
         std::string src;
         double ref;
-        if (auto r = vmc::reference_energy(m, "auto", &src)) {
+        if (auto r = vmc::reference_energy(m, vmc::ReferencePolicy::Auto, &src)) {
           ref = *r;
         } else {
           ref = dmrg_ground_state(m, o->ref_chi).energy;
@@ -147,13 +147,15 @@ void register_compare(CLI::App& app) {
             OptionSet set;
             vmc::VmcRunConfig cfg;
             cfg.declare(set);
-            flags->apply(set);
-            set.set_all({"model.model=" + name, msg("model.n=", n), "model.bc=open", "model.J=1", "model.h=1",
-                         std::string("ansatz.kind=") + (is_mps ? "mps" : "transformer"),
-                         msg("mps.chi=", chi > 0 ? chi : 1),
-                         msg("vmc.n_iter=", o->iters), msg("sampler.n_samples=", o->samples),
-                         msg("sampler.seed=", o->seed), msg("run.final_samples=", o->final_samples),
-                         "run.reference=none"});
+            flags->apply(set);  // the file and --set, then the study's own settings win
+            cfg.model = m;
+            cfg.ansatz = is_mps ? vmc::AnsatzKind::Mps : vmc::AnsatzKind::Transformer;
+            cfg.mps.chi = chi > 0 ? chi : 1;
+            cfg.vmc.n_iter = o->iters;
+            cfg.vmc.sampler.n_samples = o->samples;
+            cfg.vmc.sampler.seed = o->seed;
+            cfg.final_samples = o->final_samples;
+            cfg.reference = vmc::ReferencePolicy::None;
             cfg.apply_defaults(set);
             const auto res = vmc::run_vmc(cfg);
             Row r = base(method, chi);

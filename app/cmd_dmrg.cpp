@@ -59,9 +59,9 @@ void register_dmrg(CLI::App& app) {
     flags->apply(set);  // file, then --set
     std::vector<std::string> over;
     const spin::ChainModel& c = f->model;
-    if (sub->count("--model")) over.push_back("model.model=" + c.model);
+    if (sub->count("--model")) over.push_back(std::string("model.model=") + enum_name(c.model));
     if (sub->count("--n")) over.push_back(msg("model.n=", c.n));
-    if (sub->count("--bc")) over.push_back("model.bc=" + c.bc);
+    if (sub->count("--bc")) over.push_back(std::string("model.bc=") + enum_name(c.bc));
     if (sub->count("--J")) over.push_back("model.J=" + exact(c.J));
     if (sub->count("--h")) over.push_back("model.h=" + exact(c.h));
     if (sub->count("--delta")) over.push_back("model.delta=" + exact(c.delta));

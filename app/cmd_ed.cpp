@@ -27,27 +27,21 @@ struct EdCliOptions {
 void register_ed(CLI::App& app) {
   auto* sub = app.add_subcommand("ed", "exact diagonalisation (Lanczos) of a spin chain");
   auto flags = std::make_shared<CommonFlags>();
-  auto opt = std::make_shared<EdCliOptions>();
-  auto cli_model = std::make_shared<spin::ChainModel>();
-  auto n_states = std::make_shared<int>(0);
+  auto opts = OptionFlags::for_config<EdCliOptions>();
   flags->add_to(sub);
-  add_chain_flags(sub, *cli_model);
-  sub->add_option("--n-states", *n_states, "number of lowest eigenvalues (default 1)");
-  sub->callback([flags, opt, cli_model, n_states, sub]() {
+  add_chain_flags(sub, *opts);
+  opts->add(sub, "--n-states", "ed.n_states");
+  opts->add_print_config(sub);
+  sub->callback([flags, opts]() {
     OptionSet set;
+    auto opt = std::make_shared<EdCliOptions>();
     opt->declare(set);
-    flags->apply(set);
-    // Command-line model flags win over the config file.
-    const spin::ChainModel& c = *cli_model;
+    opts->resolve(set, *flags);  // the file, then --set, then the flags
+    if (opts->print_config()) {
+      if (Comm::world().is_root()) std::cout << set.to_toml();
+      return;
+    }
     auto& m = opt->model;
-    if (sub->count("--model")) m.model = c.model;
-    if (sub->count("--n")) m.n = c.n;
-    if (sub->count("--bc")) m.bc = c.bc;
-    if (sub->count("--J")) m.J = c.J;
-    if (sub->count("--h")) m.h = c.h;
-    if (sub->count("--delta")) m.delta = c.delta;
-    if (sub->count("--j2")) m.j2 = c.j2;
-    if (*n_states > 0) opt->ed.n_states = *n_states;
     m.validate();
     require(m.n <= 30, "ED of ", m.n, " sites needs too much memory: use n <= 30 (n = 24 takes ~1 GB in Sz = 0)");
     auto res = ed::exact_ground_state(m, opt->ed);
@@ -61,10 +55,10 @@ void register_ed(CLI::App& app) {
     }
     if (flags->json) {
       Json j = Json::object();
-      j.set("model", m.model).set("n", m.n).set("bc", m.bc).set("J", m.J);
-      if (m.model == "tfim") j.set("h", m.h);
-      if (m.model == "xxz") j.set("delta", m.delta);
-      if (m.model == "j1j2") j.set("j2", m.j2);
+      j.set("model", enum_name(m.model)).set("n", m.n).set("bc", enum_name(m.bc)).set("J", m.J);
+      if (m.model == spin::ModelKind::Tfim) j.set("h", m.h);
+      if (m.model == spin::ModelKind::Xxz) j.set("delta", m.delta);
+      if (m.model == spin::ModelKind::J1J2) j.set("j2", m.j2);
       j.set("energy", res.energies[0]).set("energies", res.energies).set("sector", res.sector);
       j.set("dimension", res.dimension).set("matvecs", res.matvecs).set("seconds", res.seconds);
       if (ref) j.set("reference", *ref);

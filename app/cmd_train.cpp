@@ -25,12 +25,19 @@ void register_train(CLI::App& app) {
       "attention operator; configs/heat2d_constant.toml: the constant-kappa problem)");
   auto flags = std::make_shared<CommonFlags>();
   flags->add_to(heat);
-  heat->callback([flags]() {
-    training::HeatRunConfig cfg = training::HeatRunConfig::main_job();  // then the file, --set, flags
+  auto print_config = std::make_shared<bool>(false);
+  heat->add_flag("--print-config", *print_config,
+                 "print the configuration that the file and --set resolve to (TOML) and exit");
+  heat->callback([flags, print_config]() {
+    training::HeatRunConfig cfg = training::HeatRunConfig::main_job();  // then the file, then --set
     OptionSet set;
     cfg.declare(set);
     flags->apply(set);
     cfg.apply_schedule_defaults(set);
+    if (*print_config) {
+      if (Comm::world().is_root()) std::cout << set.to_toml();
+      return;
+    }
     print_result(training::run_heat(cfg, set.to_toml()), flags->json);
   });
 

@@ -41,9 +41,9 @@ Json run(const std::string& model, bool u1, int n, int chi, double* seconds_out 
   // The job attnphys dmrg runs (mps::run_dmrg), without the variance and magnetisation: the time is the sweeps and
   // the final energy.
   mps::DmrgRunConfig cfg;
-  cfg.model.model = model;
+  cfg.model.model = spin::parse_model_kind(model);
   cfg.model.n = n;
-  cfg.model.bc = "open";
+  cfg.model.bc = spin::Boundary::Open;
   cfg.model.h = 1.0;
   cfg.chi = chi;
   cfg.sweeps = 12;

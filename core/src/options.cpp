@@ -62,12 +62,27 @@ void OptionSet::add(const std::string& k, std::vector<std::string>* t, const std
   add_entry({k, Type::StringList, t, h, {}, {}});
 }
 
+void OptionSet::add_enum(const std::string& k, const std::string& h, std::vector<std::string> names,
+                         std::function<void(std::size_t)> set_index, std::function<std::size_t()> get_index) {
+  require(!names.empty(), "option '", k, "' has no choices");
+  Entry e{k, Type::Enum, nullptr, h, {}, std::move(names)};
+  e.set_index = std::move(set_index);
+  e.get_index = std::move(get_index);
+  add_entry(std::move(e));
+}
+
 bool OptionSet::has(const std::string& key) const {
   return std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == key; });
 }
 
 bool OptionSet::was_set(const std::string& key) const {
   return std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == key && e.set; });
+}
+
+OptionInfo OptionSet::info(const std::string& key) const {
+  const Entry& e = const_cast<OptionSet*>(this)->find(key, "info");
+  static const char* names[] = {"number", "integer", "integer", "bool", "string", "numbers", "strings", "choice"};
+  return {e.key, e.help, names[static_cast<int>(e.type)], e.choices, e.range};
 }
 
 std::vector<std::string> OptionSet::keys() const {
@@ -172,11 +187,13 @@ struct OptionSetAccess {
         *static_cast<bool*>(e.target) = v->get();
         break;
       }
-      case Type::String: {
+      case Type::String:
+      case Type::Enum: {
         auto v = n.as_string();
         require(v != nullptr, where, " expects a string, got ", type_name(n));
         std::string s(v->get());
-        if (!e.choices.empty() && std::find(e.choices.begin(), e.choices.end(), s) == e.choices.end()) {
+        const auto it = std::find(e.choices.begin(), e.choices.end(), s);
+        if (!e.choices.empty() && it == e.choices.end()) {
           std::string c;
           for (const auto& x : e.choices) c += (c.empty() ? "" : ", ") + x;
           std::string best;
@@ -185,7 +202,10 @@ struct OptionSetAccess {
             if (edit_distance(s, x) < bd) bd = edit_distance(s, x), best = x;
           fail(where, " = '", s, "' is not one of: ", c, (bd <= 3 ? "; did you mean '" + best + "'?" : ""));
         }
-        *static_cast<std::string*>(e.target) = s;
+        if (e.type == Type::Enum)
+          e.set_index(static_cast<std::size_t>(it - e.choices.begin()));
+        else
+          *static_cast<std::string*>(e.target) = s;
         break;
       }
       case Type::DoubleList: {
@@ -320,7 +340,7 @@ void OptionSet::set(const std::string& assignment) {
   }
   if (parsed && t.get("v")) {
     const toml::node& n = *t.get("v");
-    if (e.type == Type::String && !n.is_string()) {
+    if ((e.type == Type::String || e.type == Type::Enum) && !n.is_string()) {
       // Allow bare words and numbers for string options: --set model.kind=dense
       toml::value<std::string> s(value);
       OptionSetAccess::assign(e, s, "--set");
@@ -331,6 +351,26 @@ void OptionSet::set(const std::string& assignment) {
     toml::value<std::string> s(value);
     OptionSetAccess::assign(e, s, "--set");
   }
+}
+
+void OptionSet::set_text(const std::string& key, const std::string& text, const std::string& source) {
+  const std::size_t bad = invalid_utf8(text);
+  require(bad == std::string::npos, source, " '", text.substr(0, std::min<std::size_t>(bad, 60)), "...': byte ",
+          bad, " is not UTF-8; configurations (and the copies stored in checkpoints) are UTF-8 text");
+  auto& e = find(key, source);
+  if (e.type == Type::String || e.type == Type::Enum || e.type == Type::StringList) {
+    OptionSetAccess::assign(e, toml::value<std::string>(text), source);
+    return;
+  }
+  toml::table t;
+  try {
+    t = toml::parse("v = " + text);
+  } catch (const toml::parse_error&) {
+  }
+  if (const toml::node* n = t.get("v"))
+    OptionSetAccess::assign(e, *n, source);
+  else
+    OptionSetAccess::assign(e, toml::value<std::string>(text), source);  // reports the type it expected
 }
 
 namespace {
@@ -364,6 +404,7 @@ std::string OptionSet::to_toml() const {
         case Type::Int: os << *static_cast<int*>(e.target); break;
         case Type::Bool: os << (*static_cast<bool*>(e.target) ? "true" : "false"); break;
         case Type::String: os << toml_quote(*static_cast<std::string*>(e.target)); break;
+        case Type::Enum: os << toml_quote(e.choices.at(e.get_index())); break;
         case Type::DoubleList: {
           os << "[";
           const auto& v = *static_cast<std::vector<double>*>(e.target);
@@ -395,6 +436,7 @@ Json OptionSet::to_json() const {
       case Type::Int: j.set(e.key, *static_cast<int*>(e.target)); break;
       case Type::Bool: j.set(e.key, *static_cast<bool*>(e.target)); break;
       case Type::String: j.set(e.key, *static_cast<std::string*>(e.target)); break;
+      case Type::Enum: j.set(e.key, e.choices.at(e.get_index())); break;
       case Type::DoubleList: j.set(e.key, *static_cast<std::vector<double>*>(e.target)); break;
       case Type::StringList: {
         Json a = Json::array();

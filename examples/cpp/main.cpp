@@ -52,9 +52,9 @@ int main(int argc, char** argv) {
   }
 
   ap::spin::ChainModel tfim;  // critical transverse-field Ising chain, H = -J sum Z Z - h sum X
-  tfim.model = "tfim";
+  tfim.model = ap::spin::ModelKind::Tfim;
   tfim.n = 12;
-  tfim.bc = "open";
+  tfim.bc = ap::spin::Boundary::Open;
   const ap::ed::EdResult ed = ap::ed::exact_ground_state(tfim);
   const double exact = ap::ed::tfim_energy_open(tfim.n, tfim.J, tfim.h);
   const double rel = std::abs(ed.energies[0] - exact) / std::abs(exact);

@@ -23,6 +23,7 @@ void bind_autoregressive(py::module_& m) {
   require(py::hasattr(m, "spin"), "attnphys._core: the spin submodule must be bound before the autoregressive model");
   py::module_ sp = m.attr("spin");
   using AR = vmc::AutoregressiveTransformer<double>;
+  const vmc::AutoregressiveOptions d;  // the keywords' defaults are the C++ options'
 
   py::class_<PyAutoregressive, PyAnsatz>(
       sp, "Autoregressive",
@@ -35,7 +36,7 @@ void bind_autoregressive(py::module_& m) {
              o.n_heads = n_heads;
              o.n_layers = n_layers;
              o.d_ff = d_ff;
-             o.positional = positional;
+             o.positional = parse_enum<vmc::AutoregressivePositional>(positional, "Autoregressive(positional)");
              o.fixed_sz = fixed_sz;
              o.two_sz = two_sz;
              o.init_std = init_std;
@@ -44,9 +45,10 @@ void bind_autoregressive(py::module_& m) {
              p->model = std::make_unique<AR>(n, o);
              return p;
            }),
-           py::arg("n"), py::arg("d_model") = 16, py::arg("n_heads") = 2, py::arg("n_layers") = 2,
-           py::arg("d_ff") = 0, py::arg("positional") = "learned", py::arg("fixed_sz") = false,
-           py::arg("two_sz") = 0, py::arg("init_std") = 0.01, py::arg("seed") = 1)
+           py::arg("n"), py::arg("d_model") = d.d_model, py::arg("n_heads") = d.n_heads,
+           py::arg("n_layers") = d.n_layers, py::arg("d_ff") = d.d_ff,
+           py::arg("positional") = std::string(enum_name(d.positional)), py::arg("fixed_sz") = d.fixed_sz,
+           py::arg("two_sz") = d.two_sz, py::arg("init_std") = d.init_std, py::arg("seed") = d.seed)
       .def_property_readonly("fixed_sz", [](const PyAutoregressive& p) { return p.ar().options().fixed_sz; })
       .def_property_readonly("two_sz", [](const PyAutoregressive& p) { return p.ar().options().two_sz; })
       .def("conditionals", [](PyAutoregressive& p, const Array<double>& sigma) {

@@ -25,7 +25,8 @@ std::string dmrg_job(const std::string& model, int n, const std::string& bc, dou
                      const std::string& save, const std::string& symmetry,
                      const std::map<std::string, py::object>& options) {
   mps::DmrgRunConfig cfg;
-  cfg.model.model = model, cfg.model.n = n, cfg.model.bc = bc, cfg.model.J = J, cfg.model.h = h;
+  cfg.model.model = spin::parse_model_kind(model), cfg.model.n = n;
+  cfg.model.bc = spin::parse_boundary(bc), cfg.model.J = J, cfg.model.h = h;
   cfg.model.delta = delta, cfg.model.j2 = j2;
   cfg.chi = chi, cfg.sweeps = sweeps, cfg.cutoff = cutoff, cfg.noise = noise, cfg.niter = niter;
   cfg.variance = variance;
@@ -180,7 +181,8 @@ Array<double> to_array(const Eigen::MatrixXd& m) {
 void bind_mps(py::module_& m) {
   auto sub = m.def_submodule("mps", "Matrix product states: two-site DMRG baselines for the spin chains");
   const mps::DmrgRunConfig d;  // the keywords' defaults are the job's
-  sub.def("_dmrg_job", &dmrg_job, py::arg("model") = "heisenberg", py::arg("n") = 20, py::arg("bc") = d.model.bc,
+  sub.def("_dmrg_job", &dmrg_job, py::arg("model") = "heisenberg", py::arg("n") = 20,
+          py::arg("bc") = std::string(enum_name(d.model.bc)),
           py::arg("J") = d.model.J, py::arg("h") = d.model.h, py::arg("delta") = d.model.delta,
           py::arg("j2") = d.model.j2, py::arg("chi") = d.chi, py::arg("sweeps") = d.sweeps,
           py::arg("cutoff") = d.cutoff, py::arg("noise") = d.noise, py::arg("niter") = d.niter,

@@ -23,6 +23,7 @@ struct PyTransformer : PyAnsatz {};
 struct PyMps : PyAnsatz {};
 
 struct PyVmc {
+  vmc::VmcOptions options;  // as resolved: the keys given, then the model-dependent defaults
   std::shared_ptr<spin::SpinHamiltonian> H;
   std::unique_ptr<vmc::VmcDriver<double>> driver;
   LiveToken token;
@@ -33,13 +34,14 @@ struct PyVmc {
 void bind_spin(py::module_& m) {
   auto sp = m.def_submodule("spin", "spin chains: models, exact diagonalisation, local energies, RBM and VMC");
 
+  const ChainModel dm;  // the keywords' defaults are the C++ model's
   py::class_<ChainModel>(sp, "ChainModel", "a spin-chain model with MISSION.md's conventions")
       .def(py::init([](const std::string& model, int n, const std::string& bc, double J, double h, double delta,
                        double j2) {
              ChainModel c;
-             c.model = model;
+             c.model = spin::parse_model_kind(model);
              c.n = n;
-             c.bc = bc;
+             c.bc = spin::parse_boundary(bc);
              c.J = J;
              c.h = h;
              c.delta = delta;
@@ -47,11 +49,16 @@ void bind_spin(py::module_& m) {
              c.validate();
              return c;
            }),
-           py::arg("model") = "tfim", py::arg("n") = 20, py::arg("bc") = "open", py::arg("J") = 1.0,
-           py::arg("h") = 1.0, py::arg("delta") = 1.0, py::arg("j2") = 0.5)
-      .def_readwrite("model", &ChainModel::model)
+           py::arg("model") = std::string(enum_name(dm.model)), py::arg("n") = dm.n,
+           py::arg("bc") = std::string(enum_name(dm.bc)), py::arg("J") = dm.J, py::arg("h") = dm.h,
+           py::arg("delta") = dm.delta, py::arg("j2") = dm.j2)
+      .def_property(
+          "model", [](const ChainModel& c) { return std::string(enum_name(c.model)); },
+          [](ChainModel& c, const std::string& s) { c.model = spin::parse_model_kind(s); })
       .def_readwrite("n", &ChainModel::n)
-      .def_readwrite("bc", &ChainModel::bc)
+      .def_property(
+          "bc", [](const ChainModel& c) { return std::string(enum_name(c.bc)); },
+          [](ChainModel& c, const std::string& s) { c.bc = spin::parse_boundary(s); })
       .def_readwrite("J", &ChainModel::J)
       .def_readwrite("h", &ChainModel::h)
       .def_readwrite("delta", &ChainModel::delta)
@@ -261,16 +268,17 @@ void bind_spin(py::module_& m) {
   py::class_<PyVmc>(sp, "Vmc", "VMC driver: Metropolis sampling, SR/minSR/Adam updates, checkpoints")
       .def(py::init([](const ChainModel& c, PyAnsatz& ansatz, const std::map<std::string, py::object>& options) {
              vmc::VmcOptions o;
-             o.sampler.fixed_sz = c.conserves_sz();
-             o.sampler.two_sz = spin::ground_state_two_sz(c.n);
-             // A model that samples itself directly (autoregressive) fixes the sector it lives in.
-             if (auto* direct = dynamic_cast<vmc::DirectSampling<double>*>(ansatz.model.get()))
-               o.sampler.fixed_sz = direct->fixed_sector(o.sampler.two_sz);
-             o.sampler.periodic = c.periodic();
              OptionSet set;
              o.declare(set);
              apply_options(set, options);
+             // The model-dependent defaults of `attnphys vmc` (vmc::apply_model_defaults), for every key not given;
+             // a model that samples itself directly (autoregressive) fixes the sector it lives in.
+             vmc::apply_model_defaults(c, set, o);
+             if (auto* direct = dynamic_cast<vmc::DirectSampling<double>*>(ansatz.model.get()))
+               if (!set.was_set("sampler.fixed_sz") && !set.was_set("sampler.two_sz"))
+                 o.sampler.fixed_sz = direct->fixed_sector(o.sampler.two_sz);
              auto p = std::make_unique<PyVmc>();
+             p->options = o;
              p->H = std::make_shared<spin::SpinHamiltonian>(c);
              p->driver = std::make_unique<vmc::VmcDriver<double>>(*ansatz.model, *p->H, o);
              return p;
@@ -305,6 +313,12 @@ void bind_spin(py::module_& m) {
         return d;
       }, py::arg("n_samples") = 0)
       .def_property_readonly("iteration", [](const PyVmc& p) { return p.driver->iteration(); })
+      .def_property_readonly("options", [](const PyVmc& p) {
+        vmc::VmcOptions o = p.options;
+        OptionSet set;
+        o.declare(set);
+        return py::module_::import("json").attr("loads")(set.to_json().dump());
+      }, "{dotted key: value} of the options this driver runs with (the model-dependent defaults applied)")
       .def_property_readonly("direct_sampling", [](const PyVmc& p) { return p.driver->direct_sampling(); })
       .def("save_checkpoint", [](const PyVmc& p, const std::string& path) { p.driver->save_checkpoint(path); })
       .def("load_checkpoint", [](PyVmc& p, const std::string& path) { p.driver->load_checkpoint(path); });

@@ -309,7 +309,7 @@ void bind_spin_api(py::module_& m) {
         return s.driver->direct_sampling() ? s.cfg.vmc.sampler.n_samples : s.driver->sampler().n_samples();
       })
       .def_property_readonly("sampler_move", [](PyVmcState& s) {
-        return s.driver->direct_sampling() ? std::string("exact") : s.driver->sampler().move();
+        return std::string(s.driver->direct_sampling() ? "exact" : enum_name(s.driver->sampler().move()));
       })
       .def_property_readonly("diag_shift_steps", [](const PyVmcState& s) { return s.cfg.vmc.diag_shift_steps; })
       .def("get_parameters", [](PyVmcState& s) {

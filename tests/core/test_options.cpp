@@ -109,3 +109,74 @@ TEST(Options, WasSetTracksFilesAndOverrides) {
   EXPECT_TRUE(f.set.was_set("optimizer.lr"));
   EXPECT_FALSE(f.set.was_set("train.steps"));
 }
+
+// Enumerated options: the names are declared once (EnumNames), parsed where the option is read, stored as the enum
+// and written back by name.
+namespace test_enum {
+enum class Colour { Red, Green, Blue };
+}  // namespace test_enum
+namespace attnphys {
+template <>
+struct EnumNames<test_enum::Colour> {
+  static constexpr EnumName<test_enum::Colour> values[] = {
+      {test_enum::Colour::Red, "red"}, {test_enum::Colour::Green, "green"}, {test_enum::Colour::Blue, "blue"}};
+};
+}  // namespace attnphys
+
+TEST(Options, EnumOptionsParseOnceAndWriteTheirNames) {
+  using test_enum::Colour;
+  EXPECT_STREQ(enum_name(Colour::Green), "green");
+  EXPECT_EQ(enum_list<Colour>(" | "), "red | green | blue");
+  EXPECT_EQ(parse_enum<Colour>("blue", "paint.colour"), Colour::Blue);
+  EXPECT_EQ(error_of([] { parse_enum<Colour>("teal", "paint.colour"); }),
+            "paint.colour = 'teal': expected one of red, green, blue");
+
+  Colour c = Colour::Red;
+  OptionSet set;
+  set.add("paint.colour", &c, "the colour");
+  const OptionInfo i = set.info("paint.colour");
+  EXPECT_EQ(i.type, "choice");
+  EXPECT_EQ(i.choices, (std::vector<std::string>{"red", "green", "blue"}));
+  set.load_string("[paint]\ncolour = \"blue\"\n");
+  EXPECT_EQ(c, Colour::Blue);
+  EXPECT_TRUE(set.was_set("paint.colour"));
+  set.set("paint.colour=green");  // a bare word
+  EXPECT_EQ(c, Colour::Green);
+  EXPECT_NE(set.to_toml().find("colour = \"green\""), std::string::npos) << set.to_toml();
+  EXPECT_EQ(set.to_json().dump(), "{\"paint.colour\": \"green\"}");
+  const std::string bad = error_of([&] { set.set("paint.colour=gren"); });
+  EXPECT_NE(bad.find("'gren' is not one of: red, green, blue; did you mean 'green'?"), std::string::npos) << bad;
+  EXPECT_EQ(c, Colour::Green);  // unchanged by the refusal
+  set.set_text("paint.colour", "red", "--colour");
+  EXPECT_EQ(c, Colour::Red);
+  EXPECT_NE(error_of([&] { set.set_text("paint.colour", "x", "--colour"); }).find("(from --colour)"),
+            std::string::npos);
+  // A TOML round trip reads the names back.
+  Colour d = Colour::Blue;
+  OptionSet again;
+  again.add("paint.colour", &d, "the colour");
+  again.load_string(set.to_toml());
+  EXPECT_EQ(d, Colour::Red);
+}
+
+TEST(Options, SetTextTakesFlagTextAndChecksItLikeSet) {
+  long n = 1;
+  std::string path;
+  double x = 0;
+  OptionSet set;
+  set.add("model.n", &n, "sites", Range::at_least(2));
+  set.add("run.path", &path, "a file");
+  set.add("model.x", &x, "a number");
+  set.set_text("model.n", "12", "--n");
+  set.set_text("run.path", "a \"quoted\" name=1.h5", "--path");  // taken as it is, not read as TOML
+  set.set_text("model.x", "1e-3", "--x");
+  EXPECT_EQ(n, 12);
+  EXPECT_EQ(path, "a \"quoted\" name=1.h5");
+  EXPECT_DOUBLE_EQ(x, 1e-3);
+  EXPECT_TRUE(set.was_set("model.n") && set.was_set("run.path"));
+  const std::string range = error_of([&] { set.set_text("model.n", "1", "--n"); });
+  EXPECT_NE(range.find("option 'model.n' (from --n) = 1 is out of range"), std::string::npos) << range;
+  EXPECT_NE(error_of([&] { set.set_text("model.n", "ten", "--n"); }).find("expects an integer"), std::string::npos);
+  EXPECT_EQ(set.info("model.n").type, "integer");
+  EXPECT_NE(error_of([&] { set.info("model.m"); }).find("did you mean 'model.n'"), std::string::npos);
+}

@@ -17,9 +17,9 @@ using namespace attnphys::vmc;
 namespace {
 spin::ChainModel tfim8() {
   spin::ChainModel m;
-  m.model = "tfim";
+  m.model = spin::ModelKind::Tfim;
   m.n = 8;
-  m.bc = "open";
+  m.bc = spin::Boundary::Open;
   m.h = 1.0;
   return m;
 }

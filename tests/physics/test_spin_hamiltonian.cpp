@@ -38,7 +38,7 @@ TEST(SpinHilbert, RankingIsABijectionInIncreasingOrder) {
 
 TEST(SpinHamiltonian, TwoSiteHeisenbergSingletAndTriplet) {
   ChainModel m;
-  m.model = "heisenberg";
+  m.model = spin::ModelKind::Heisenberg;
   m.n = 2;
   m.J = 1.3;
   SpinHamiltonian H(m);
@@ -55,11 +55,11 @@ TEST(SpinHamiltonian, TwoSiteHeisenbergSingletAndTriplet) {
 
 TEST(SpinHamiltonian, DenseMatrixIsSymmetricAndTfimMatchesPaulis) {
   ChainModel m;
-  m.model = "tfim";
+  m.model = spin::ModelKind::Tfim;
   m.n = 3;
   m.J = 0.7;
   m.h = 1.9;
-  m.bc = "periodic";
+  m.bc = spin::Boundary::Periodic;
   SpinHamiltonian H(m);
   EXPECT_FALSE(H.conserves_sz());
   ChainHilbert hs(3);
@@ -113,9 +113,9 @@ TEST(SpinHamiltonian, ConnectedConfigsMatchHostMatrixElements) {
   for (const char* model : {"tfim", "xxz", "heisenberg", "j1j2"})
     for (const char* bc : {"open", "periodic"}) {
       ChainModel m;
-      m.model = model;
+      m.model = spin::parse_model_kind(model);
       m.n = 7;
-      m.bc = bc;
+      m.bc = spin::parse_boundary(bc);
       m.J = 0.9;
       m.h = 0.6;
       m.delta = 1.7;
@@ -156,4 +156,29 @@ TEST(SpinObservables, SampledSzCorrelationsAndMagnetization) {
   auto hm = to_host(mz);
   EXPECT_DOUBLE_EQ(hm(0), 0.5);
   EXPECT_DOUBLE_EQ(hm(1), -0.5);
+}
+
+TEST(ChainModel, NamesParseOnceAndRoundTrip) {
+  EXPECT_EQ(parse_model_kind("j1j2"), ModelKind::J1J2);
+  EXPECT_EQ(parse_boundary("periodic"), Boundary::Periodic);
+  for (const char* name : {"tfim", "xxz", "heisenberg", "j1j2"}) EXPECT_STREQ(enum_name(parse_model_kind(name)), name);
+  try {
+    parse_model_kind("potts");
+    FAIL() << "potts is not a model of attnphys";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "unknown model 'potts': use tfim, xxz, heisenberg, j1j2");
+  }
+  // Through the options: the config names, the describe() text and the TOML written back.
+  ChainModel m;
+  OptionSet set;
+  m.declare(set);
+  set.set("model.model=xxz");
+  set.set("model.bc=periodic");
+  set.set("model.delta=0.5");
+  EXPECT_EQ(m.model, ModelKind::Xxz);
+  EXPECT_TRUE(m.periodic());
+  EXPECT_DOUBLE_EQ(m.anisotropy(), 0.5);
+  EXPECT_EQ(m.describe(), "xxz n=20 periodic J=1 delta=0.5");
+  EXPECT_NE(set.to_toml().find("model = \"xxz\"\nn = 20\nbc = \"periodic\""), std::string::npos) << set.to_toml();
+  EXPECT_THROW(set.set("model.bc=twisted"), Error);
 }

@@ -21,9 +21,9 @@ double ed_energy(const spin::ChainModel& m) {
 
 DmrgRunConfig heisenberg_job(int n, int chi) {
   DmrgRunConfig cfg;
-  cfg.model.model = "heisenberg";
+  cfg.model.model = spin::ModelKind::Heisenberg;
   cfg.model.n = n;
-  cfg.model.bc = "open";
+  cfg.model.bc = spin::Boundary::Open;
   cfg.chi = chi;
   return cfg;
 }
@@ -51,7 +51,7 @@ TEST(DmrgRun, AutoPicksU1ForSzChainsAndDenseForTheTfimAndBothReachEd) {
   EXPECT_NEAR(d.energy, u.energy, 1e-10);
 
   DmrgRunConfig t;
-  t.model.model = "tfim";
+  t.model.model = spin::ModelKind::Tfim;
   t.model.n = 12;
   t.chi = 32;
   const DmrgRunResult tf = run_dmrg(t);
@@ -75,7 +75,7 @@ TEST(DmrgRun, ConfigResolvesTheFileThenOverridesAndValidates) {
   cfg.resolve();
   EXPECT_EQ(cfg.chi, 50);
   EXPECT_EQ(cfg.symmetry, Symmetry::None);
-  EXPECT_EQ(cfg.model.model, "xxz");
+  EXPECT_EQ(cfg.model.model, spin::ModelKind::Xxz);
   EXPECT_DOUBLE_EQ(cfg.model.delta, 0.5);
   DmrgRunConfig bad = heisenberg_job(8, 0);
   EXPECT_THROW(bad.validate(), Error);

@@ -13,9 +13,9 @@ namespace {
 spin::ChainModel chain(const char* model, int n, const char* bc, double J = 1, double h = 1, double delta = 1,
                        double j2 = 0.5) {
   spin::ChainModel m;
-  m.model = model;
+  m.model = spin::parse_model_kind(model);
   m.n = n;
-  m.bc = bc;
+  m.bc = spin::parse_boundary(bc);
   m.J = J;
   m.h = h;
   m.delta = delta;

@@ -23,12 +23,12 @@ inline Eigen::MatrixXd dense_chain_hamiltonian(const spin::ChainModel& m) {
     if (bit(x, i) != bit(x, j)) h(flip(flip(x, i), j), x) += 0.5 * J;  // (S+S- + S-S+)/2
   };
   for (long x = 0; x < dim; ++x) {
-    if (m.model == "tfim") {
+    if (m.model == spin::ModelKind::Tfim) {
       for (auto [i, j] : nn) h(x, x) += -m.J * (bit(x, i) ? -1.0 : 1.0) * (bit(x, j) ? -1.0 : 1.0);
       for (int i = 0; i < n; ++i) h(flip(x, i), x) += -m.h;
     } else {
       for (auto [i, j] : nn) exchange(x, i, j, m.J, m.anisotropy());
-      if (m.model == "j1j2")
+      if (m.model == spin::ModelKind::J1J2)
         for (auto [i, j] : nnn) exchange(x, i, j, m.j2, 1.0);
     }
   }
@@ -43,7 +43,8 @@ inline double dense_ground_energy(const spin::ChainModel& m) {
 inline spin::ChainModel chain(const std::string& model, int n, const std::string& bc, double J = 1.0,
                               double h = 1.0, double delta = 1.0, double j2 = 0.5) {
   spin::ChainModel m;
-  m.model = model, m.n = n, m.bc = bc, m.J = J, m.h = h, m.delta = delta, m.j2 = j2;
+  m.model = spin::parse_model_kind(model), m.n = n, m.bc = spin::parse_boundary(bc);
+  m.J = J, m.h = h, m.delta = delta, m.j2 = j2;
   return m;
 }
 

@@ -31,7 +31,7 @@ std::string error_of(const std::function<void()>& f) {
 }
 spin::ChainModel chain(const std::string& model, int n) {
   spin::ChainModel m;
-  m.model = model, m.n = n, m.bc = "open";
+  m.model = spin::parse_model_kind(model), m.n = n, m.bc = spin::Boundary::Open;
   return m;
 }
 struct MemoryLimit {

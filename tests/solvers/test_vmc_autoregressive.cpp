@@ -75,9 +75,9 @@ std::vector<double> born(AutoregressiveTransformer<double>& m) {
 
 spin::ChainModel tfim(int n) {
   spin::ChainModel m;
-  m.model = "tfim";
+  m.model = spin::ModelKind::Tfim;
   m.n = n;
-  m.bc = "open";
+  m.bc = spin::Boundary::Open;
   m.J = 1.0;
   m.h = 1.0;
   return m;
@@ -88,7 +88,7 @@ TEST(Autoregressive, NormalisedOverTheFullSpace) {
   for (int n : {6, 7, 8}) {
     for (const char* pos : {"learned", "sinusoidal"}) {
       auto o = small();
-      o.positional = pos;
+      o.positional = parse_enum<AutoregressivePositional>(pos, "positional");
       AutoregressiveTransformer<double> m(n, o);
       perturb(m, n, 0.3);
       const auto p = born(m);
@@ -346,7 +346,7 @@ TEST(Autoregressive, CheckpointRestartsExactlyWithDirectSampling) {
   const std::string path = "/tmp/attnphys_ar_ckpt_" + std::to_string(::getpid()) + ".h5";
   auto o = direct_options();
   o.sampler.n_samples = 128;
-  o.sampler.move = "exact";
+  o.sampler.move = SamplerMove::Exact;
   AutoregressiveOptions ao;
   ao.d_model = 8;
   AutoregressiveTransformer<double> a(c.n, ao);
@@ -376,9 +376,9 @@ TEST(Autoregressive, CheckpointRestartsExactlyWithDirectSampling) {
 
 TEST(Autoregressive, FixedSzModelSamplesItsSectorInTheDriver) {
   spin::ChainModel c;
-  c.model = "heisenberg";
+  c.model = spin::ModelKind::Heisenberg;
   c.n = 6;
-  c.bc = "open";
+  c.bc = spin::Boundary::Open;
   spin::SpinHamiltonian H(c);
   AutoregressiveTransformer<double> m(c.n, small(true, 0));
   auto o = direct_options();
@@ -419,9 +419,9 @@ TEST(Autoregressive, BadOptionsGiveClearErrors) {
   expect_error([&] { AutoregressiveTransformer<double>(6, o); }, "not divisible by n_heads");
   expect_error([&] { AutoregressiveTransformer<double>(7, small(true, 0)); }, "impossible for 7 sites");
   expect_error([&] { AutoregressiveTransformer<double>(6, small(true, 8)); }, "impossible for 6 sites");
-  o = small();
-  o.positional = "none";
-  expect_error([&] { AutoregressiveTransformer<double>(6, o); }, "positional");
+  // The conditionals need to know the site: "none" is not a positional encoding of this model.
+  expect_error([&] { parse_enum<AutoregressivePositional>("none", "autoregressive.positional"); },
+               "autoregressive.positional = 'none': expected one of learned, sinusoidal");
   expect_error([&] { AutoregressiveTransformer<double>(0, small()); }, "at least one site");
 
   // Options through an OptionSet: keys under "autoregressive.".
@@ -443,15 +443,15 @@ TEST(Autoregressive, BadOptionsGiveClearErrors) {
   spin::SpinHamiltonian H(c);
   Rbm<double> rbm(c.n, RbmOptions{});
   auto vo = direct_options();
-  vo.sampler.move = "exact";
+  vo.sampler.move = SamplerMove::Exact;
   expect_error([&] { VmcDriver<double>(rbm, H, vo); }, "move = exact");
   expect_error([&] { MetropolisSampler<double>(rbm, vo.sampler, false); }, "exact");
   // ... while other moves keep the Metropolis sampler for the autoregressive model too.
   AutoregressiveTransformer<double> m(c.n, small());
-  vo.sampler.move = "local";
+  vo.sampler.move = SamplerMove::Local;
   vo.sampler.n_chains = 16;
   vo.sampler.n_samples = 64;
   VmcDriver<double> metro(m, H, vo);
   EXPECT_FALSE(metro.direct_sampling());
-  EXPECT_EQ(metro.sampler().move(), "local");
+  EXPECT_EQ(metro.sampler().move(), SamplerMove::Local);
 }

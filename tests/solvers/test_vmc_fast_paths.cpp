@@ -130,9 +130,9 @@ TEST(IncrementalLogPsi, OnlyForOneFactoredBlock) {
   o.n_layers = 2;
   EXPECT_FALSE(TransformerAnsatz<double>(8, true, o).incremental_enabled());
   o.n_layers = 1;
-  o.attention = "dense";
+  o.attention = TransformerAttention::Dense;
   EXPECT_FALSE(TransformerAnsatz<double>(8, true, o).incremental_enabled());
-  o.attention = "factored";
+  o.attention = TransformerAttention::Factored;
   o.incremental = false;
   TransformerAnsatz<double> off(8, true, o);
   EXPECT_FALSE(off.incremental_enabled());
@@ -142,9 +142,9 @@ TEST(IncrementalLogPsi, OnlyForOneFactoredBlock) {
 TEST(IncrementalLogPsi, LocalEnergiesEqualThoseOfFullEvaluations) {
   for (const char* model : {"heisenberg", "tfim", "j1j2"}) {
     spin::ChainModel m;
-    m.model = model;
+    m.model = spin::parse_model_kind(model);
     m.n = 12;
-    m.bc = "periodic";
+    m.bc = spin::Boundary::Periodic;
     m.j2 = 0.3;
     const spin::SpinHamiltonian H(m);
     auto o = one_block(2);

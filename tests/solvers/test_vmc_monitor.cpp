@@ -15,7 +15,7 @@ using namespace attnphys::vmc;
 namespace {
 spin::ChainModel chain(const std::string& model, int n, double h = 1.0) {
   spin::ChainModel m;
-  m.model = model, m.n = n, m.bc = "open", m.h = h;
+  m.model = spin::parse_model_kind(model), m.n = n, m.bc = spin::Boundary::Open, m.h = h;
   return m;
 }
 VmcStep step(long it, double e, double err, double v_score) {

@@ -50,9 +50,9 @@ double explicit_amplitude(MpsAnsatz<double>& psi, const std::vector<double>& the
 
 spin::ChainModel chain(const std::string& model, int n, double h = 1.0) {
   spin::ChainModel m;
-  m.model = model;
+  m.model = spin::parse_model_kind(model);
   m.n = n;
-  m.bc = "open";
+  m.bc = spin::Boundary::Open;
   m.h = h;
   return m;
 }

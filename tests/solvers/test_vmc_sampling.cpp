@@ -19,9 +19,9 @@ using cplx = std::complex<double>;
 namespace {
 spin::ChainModel chain(const char* model, int n, const char* bc) {
   spin::ChainModel m;
-  m.model = model;
+  m.model = spin::parse_model_kind(model);
   m.n = n;
-  m.bc = bc;
+  m.bc = spin::parse_boundary(bc);
   m.h = 0.8;
   m.delta = 0.6;
   m.j2 = 0.4;
@@ -155,7 +155,7 @@ TEST(MetropolisSampler, LocalAndGlobalMovesSampleBornDistribution) {
   o.global_flip = 0.25;
   o.sweep_size = 2 * n;
   MetropolisSampler<double> sampler(psi, o, false);
-  EXPECT_EQ(sampler.move(), "local");
+  EXPECT_EQ(sampler.move(), SamplerMove::Local);
   View2<double> samples;
   View1<double> re, im;
   sampler.sample(samples, re, im);
@@ -177,7 +177,7 @@ TEST(MetropolisSampler, ExchangeMovesWithHastingsCorrectionStayInSectorAndSample
   o.n_samples = 256 * 16;
   o.sweep_size = 40 * n;    // nearly independent samples: correlation would inflate chi-square by τ
   MetropolisSampler<double> sampler(psi, o, false);
-  EXPECT_EQ(sampler.move(), "exchange");
+  EXPECT_EQ(sampler.move(), SamplerMove::Exchange);
   View2<double> samples;
   View1<double> re, im;
   sampler.sample(samples, re, im);

@@ -60,10 +60,10 @@ TEST(StochasticReconfiguration, PxPAndMinSrMatchDenseReference) {
     }
     for (double shift : {1e-2, 0.0}) {
       const auto ref = sr_reference(host_matrix(ore), host_matrix(oim), ere_h, eim_h, shift);
-      auto i1 = sr_direction<double>(ore, oim, ere, eim, shift, "pxp", 1e-12, d1, g);
-      auto i2 = sr_direction<double>(ore, oim, ere, eim, shift, "minsr", 1e-12, d2);
-      EXPECT_EQ(i1.form, "pxp");
-      EXPECT_EQ(i2.form, "minsr");
+      auto i1 = sr_direction<double>(ore, oim, ere, eim, shift, SrForm::Pxp, 1e-12, d1, g);
+      auto i2 = sr_direction<double>(ore, oim, ere, eim, shift, SrForm::Minsr, 1e-12, d2);
+      EXPECT_EQ(i1.form, SrForm::Pxp);
+      EXPECT_EQ(i2.form, SrForm::Minsr);
       // Without a shift and with fewer samples than parameters S is singular: the pseudo-inverse takes over.
       if (shift == 0.0 && 2 * M < P) EXPECT_TRUE(i1.used_pinv);
       auto h1 = to_host(d1), h2 = to_host(d2);
@@ -117,9 +117,9 @@ TEST(Rbm, GradientsMatchFiniteDifferences) {
 namespace {
 spin::ChainModel tfim8() {
   spin::ChainModel m;
-  m.model = "tfim";
+  m.model = spin::ModelKind::Tfim;
   m.n = 8;
-  m.bc = "open";
+  m.bc = spin::Boundary::Open;
   m.h = 1.0;
   return m;
 }
@@ -157,7 +157,7 @@ TEST(VmcDriver, CallbackStopsAndCheckpointRestartsExactly) {
   const std::string path = "/tmp/attnphys_vmc_ckpt_" + std::to_string(::getpid()) + ".h5";
   for (const char* opt : {"sr", "adam"}) {
     auto o = quick_options();
-    o.optimizer = opt;
+    o.optimizer = parse_enum<VmcOptimizer>(opt, "vmc.optimizer");
     o.lr = std::string(opt) == "adam" ? 0.01 : 0.05;
     o.sampler.n_samples = 256;
     Rbm<double> a(m.n, RbmOptions{1.0, true, true, 0.05, 7});

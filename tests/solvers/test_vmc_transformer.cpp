@@ -40,7 +40,7 @@ TransformerAnsatzOptions small(const char* attention, long patch) {
   o.d_model = 8;
   o.n_heads = 2;
   o.n_layers = 2;
-  o.attention = attention;
+  o.attention = parse_enum<TransformerAttention>(attention, "transformer.attention");
   o.hidden = 5;
   o.init_std = 0.5;
   o.seed = 3;
@@ -245,8 +245,13 @@ TEST(TransformerAnsatz, BadOptionsAreRefused) {
   o = small("factored", 2);
   o.n_heads = 3;
   EXPECT_THROW(TransformerAnsatz<double>(8, true, o), Error);
-  o = small("softmax", 2);
-  EXPECT_THROW(TransformerAnsatz<double>(8, true, o), Error);
+  // An unknown attention kind is refused where the option is read, naming the choices.
+  try {
+    small("softmax", 2);
+    FAIL() << "attention 'softmax' is not a kind of the transformer ansatz";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'softmax': expected one of factored, dense"), std::string::npos) << e.what();
+  }
   try {
     TransformerAnsatz<double>(10, true, small("factored", 4));
     FAIL() << "patch_size 4 does not divide 10: the constructor must refuse it";
@@ -260,13 +265,13 @@ double vmc_relative_error(spin::ChainModel m, TransformerAnsatzOptions o, long i
   const auto ref = ed::reference_energy(m);
   const double exact = ref ? *ref : ed::exact_ground_state(m).energies.at(0);
   spin::SpinHamiltonian H(m);
-  TransformerAnsatz<double> psi(m.n, m.bc == "periodic", o);
+  TransformerAnsatz<double> psi(m.n, m.bc == spin::Boundary::Periodic, o);
   VmcOptions v;
   v.sampler.n_chains = 32;
   v.sampler.n_samples = 512;
   v.sampler.n_discard = 4;
-  v.sampler.fixed_sz = m.model != "tfim";
-  v.sampler.periodic = m.bc == "periodic";
+  v.sampler.fixed_sz = m.model != spin::ModelKind::Tfim;
+  v.sampler.periodic = m.bc == spin::Boundary::Periodic;
   v.lr = 0.05;
   v.diag_shift = 1e-2;
   v.diag_shift_final = 1e-4;
@@ -281,9 +286,9 @@ double vmc_relative_error(spin::ChainModel m, TransformerAnsatzOptions o, long i
 
 TEST(TransformerVmc, ReachesTfimAndHeisenbergGroundStates) {
   spin::ChainModel tfim;
-  tfim.model = "tfim";
+  tfim.model = spin::ModelKind::Tfim;
   tfim.n = 8;
-  tfim.bc = "periodic";
+  tfim.bc = spin::Boundary::Periodic;
   tfim.h = 1.0;
   auto o = small("factored", 2);
   o.n_layers = 1;
@@ -291,9 +296,9 @@ TEST(TransformerVmc, ReachesTfimAndHeisenbergGroundStates) {
   EXPECT_LT(vmc_relative_error(tfim, o, 80), 2e-3);
 
   spin::ChainModel heis;
-  heis.model = "heisenberg";
+  heis.model = spin::ModelKind::Heisenberg;
   heis.n = 8;
-  heis.bc = "periodic";
+  heis.bc = spin::Boundary::Periodic;
   o.marshall_sign = true;
   EXPECT_LT(vmc_relative_error(heis, o, 80), 2e-3);
 }

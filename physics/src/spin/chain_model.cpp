@@ -5,29 +5,36 @@
 
 namespace attnphys::spin {
 
+ModelKind parse_model_kind(const std::string& name) {
+  if (auto m = find_enum<ModelKind>(name)) return *m;
+  fail("unknown model '", name, "': use ", enum_list<ModelKind>());
+}
+
+Boundary parse_boundary(const std::string& name) {
+  if (auto b = find_enum<Boundary>(name)) return *b;
+  fail("unknown boundary condition '", name, "': use ", enum_list<Boundary>());
+}
+
 void ChainModel::validate() const {
-  require(model == "tfim" || model == "xxz" || model == "heisenberg" || model == "j1j2", "unknown model '", model,
-          "': use tfim, xxz, heisenberg or j1j2");
-  require(bc == "open" || bc == "periodic", "unknown boundary condition '", bc, "': use open or periodic");
   require(n >= 2, "a chain needs at least 2 sites, got n = ", n);
-  require(!(model == "j1j2" && periodic() && n < 5), "a periodic J1-J2 chain needs n >= 5, got ", n);
+  require(!(model == ModelKind::J1J2 && periodic() && n < 5), "a periodic J1-J2 chain needs n >= 5, got ", n);
   require(std::isfinite(J) && std::isfinite(h) && std::isfinite(delta) && std::isfinite(j2),
           "model couplings must be finite numbers");
 }
 
 std::string ChainModel::describe() const {
   std::ostringstream os;
-  os << model << " n=" << n << " " << bc << " J=" << J;
-  if (model == "tfim") os << " h=" << h;
-  if (model == "xxz") os << " delta=" << delta;
-  if (model == "j1j2") os << " j2=" << j2;
+  os << enum_name(model) << " n=" << n << " " << enum_name(bc) << " J=" << J;
+  if (model == ModelKind::Tfim) os << " h=" << h;
+  if (model == ModelKind::Xxz) os << " delta=" << delta;
+  if (model == ModelKind::J1J2) os << " j2=" << j2;
   return os.str();
 }
 
 void ChainModel::declare(OptionSet& set, const std::string& s) {
-  set.add(s + ".model", &model, "spin-chain model", {"tfim", "xxz", "heisenberg", "j1j2"});
+  set.add(s + ".model", &model, "spin-chain model");
   set.add(s + ".n", &n, "number of sites", Range::at_least(2));
-  set.add(s + ".bc", &bc, "boundary condition", {"open", "periodic"});
+  set.add(s + ".bc", &bc, "boundary condition");
   set.add(s + ".J", &J, "nearest-neighbour coupling (J1 for j1j2)");
   set.add(s + ".h", &h, "transverse field (tfim)");
   set.add(s + ".delta", &delta, "anisotropy (xxz)");

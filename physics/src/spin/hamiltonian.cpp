@@ -27,7 +27,7 @@ View1<T> upload_vec(const std::vector<T>& v, const char* label) {
 SpinHamiltonian::SpinHamiltonian(const ChainModel& m) : n_(m.n) {
   m.validate();
   const bool pbc = m.periodic();
-  if (m.model == "tfim") {
+  if (m.model == ModelKind::Tfim) {
     for (auto [i, j] : bonds(n_, 1, pbc)) zz_.push_back({i, j, -m.J});
     for (int i = 0; i < n_; ++i) flips_.push_back({i, -m.h});
   } else {
@@ -40,7 +40,7 @@ SpinHamiltonian::SpinHamiltonian(const ChainModel& m) : n_(m.n) {
       }
     };
     add(m.J, 1);
-    if (m.model == "j1j2") add(m.j2, 2);
+    if (m.model == ModelKind::J1J2) add(m.j2, 2);
   }
   upload();
 }

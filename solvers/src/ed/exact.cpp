@@ -185,8 +185,9 @@ double tfim_energy_periodic(int n, double J, double h) {
 
 std::optional<double> reference_energy(const spin::ChainModel& m) {
   m.validate();
-  if (m.model == "tfim") return m.periodic() ? tfim_energy_periodic(m.n, m.J, m.h) : tfim_energy_open(m.n, m.J, m.h);
-  if (m.model == "j1j2" && m.J > 0 && std::abs(m.j2 - m.J / 2) < 1e-14 * std::abs(m.J) && m.n % 2 == 0)
+  if (m.model == spin::ModelKind::Tfim)
+    return m.periodic() ? tfim_energy_periodic(m.n, m.J, m.h) : tfim_energy_open(m.n, m.J, m.h);
+  if (m.model == spin::ModelKind::J1J2 && m.J > 0 && std::abs(m.j2 - m.J / 2) < 1e-14 * std::abs(m.J) && m.n % 2 == 0)
     return -3.0 * m.n * m.J / 8.0;
   return std::nullopt;
 }

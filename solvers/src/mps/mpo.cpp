@@ -132,10 +132,10 @@ AutoMpo chain_terms(const spin::ChainModel& m) {
       if (delta != 0.0) a.add(J * delta, "Sz", i, "Sz", j);
     };
   };
-  if (m.model == "tfim") {
+  if (m.model == spin::ModelKind::Tfim) {
     bonds(1, [&](int i, int j) { a.add(-m.J, "Z", i, "Z", j); });
     for (int i = 0; i < n; ++i) a.add(-m.h, "X", i);
-  } else if (m.model == "xxz" || m.model == "heisenberg") {
+  } else if (m.model == spin::ModelKind::Xxz || m.model == spin::ModelKind::Heisenberg) {
     bonds(1, heisenberg(m.J, m.anisotropy()));
   } else {  // j1j2
     bonds(1, heisenberg(m.J, 1.0));

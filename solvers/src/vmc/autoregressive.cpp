@@ -14,7 +14,7 @@ void AutoregressiveOptions::declare(OptionSet& s, const std::string& p) {
   s.add(p + ".n_heads", &n_heads, "attention heads (must divide d_model)", Range::at_least(1));
   s.add(p + ".n_layers", &n_layers, "causal transformer blocks", Range::non_negative());
   s.add(p + ".d_ff", &d_ff, "feed-forward width (0: 4 * d_model)", Range::non_negative());
-  s.add(p + ".positional", &positional, "positional encoding", {"learned", "sinusoidal"});
+  s.add(p + ".positional", &positional, "positional encoding");
   s.add(p + ".fixed_sz", &fixed_sz, "confine psi to the sector 2Sz = two_sz (masked conditionals)");
   s.add(p + ".two_sz", &two_sz, "twice the total S^z of the sector (fixed_sz)");
   s.add(p + ".init_std", &init_std, "std of the initial head weights", Range::non_negative());
@@ -27,8 +27,6 @@ void AutoregressiveOptions::validate() const {
   require(d_model % n_heads == 0, "autoregressive: d_model = ", d_model, " is not divisible by n_heads = ", n_heads);
   require(n_layers >= 0 && d_ff >= 0, "autoregressive: n_layers = ", n_layers, " and d_ff = ", d_ff,
           " must be >= 0");
-  require(positional == "learned" || positional == "sinusoidal", "autoregressive: positional '", positional,
-          "' is unknown: use learned or sinusoidal (the conditionals need to know the site)");
   require(init_std >= 0, "autoregressive: init_std = ", init_std, " must be >= 0");
   require(seed >= 0, "autoregressive: seed = ", seed, " must be >= 0");
 }
@@ -43,7 +41,7 @@ ops::EncoderOptions AutoregressiveOptions::encoder_options(int n) const {
   e.attention = "dense";
   e.causal = true;
   e.max_len = n;
-  e.positional = positional;
+  e.positional = enum_name(positional);  // the operators' encoding of the same name
   e.final_norm = true;
   return e;
 }
@@ -90,10 +88,14 @@ AutoregressiveTransformer<T>::AutoregressiveTransformer(int n, const Autoregress
   params_.add("phase_head.weight", {2, d});
   params_.add("phase_head.bias", {2}, false);
   params_.allocate();
+  heads_.amp_w = params_.view2("amp_head.weight"), heads_.o_amp_w = params_.block("amp_head.weight").offset;
+  heads_.amp_b = params_.view1("amp_head.bias"), heads_.o_amp_b = params_.block("amp_head.bias").offset;
+  heads_.phase_w = params_.view2("phase_head.weight"), heads_.o_phase_w = params_.block("phase_head.weight").offset;
+  heads_.phase_b = params_.view1("phase_head.bias"), heads_.o_phase_b = params_.block("phase_head.bias").offset;
   enc_.init(params_, std::uint64_t(o.seed));
   if (o.init_std > 0) {
-    fill_normal(params_.view2("amp_head.weight"), std::uint64_t(o.seed), 1001, 0.0, o.init_std);
-    fill_normal(params_.view2("phase_head.weight"), std::uint64_t(o.seed), 1002, 0.0, o.init_std);
+    fill_normal(heads_.amp_w, std::uint64_t(o.seed), 1001, 0.0, o.init_std);
+    fill_normal(heads_.phase_w, std::uint64_t(o.seed), 1002, 0.0, o.init_std);
   }
 }
 
@@ -123,8 +125,8 @@ template <class T>
 void AutoregressiveTransformer<T>::heads(long batch, long len) {
   alloc2(amp_, batch * len, 2);
   alloc2(phase_, batch * len, 2);
-  ops::linear_forward<T>(amp_, h_, params_.view2("amp_head.weight"), params_.view1("amp_head.bias"));
-  ops::linear_forward<T>(phase_, h_, params_.view2("phase_head.weight"), params_.view1("phase_head.bias"));
+  ops::linear_forward<T>(amp_, h_, heads_.amp_w, heads_.amp_b);
+  ops::linear_forward<T>(phase_, h_, heads_.phase_w, heads_.phase_b);
 }
 
 template <class T>
@@ -257,8 +259,7 @@ void AutoregressiveTransformer<T>::log_psi_gradients(const View2<const T>& sigma
 
   // Head parameters: ∂/∂W(v, k) = Σ_i g(i, v) h_i(k), ∂/∂b(v) = Σ_i g(i, v).
   {
-    const long oa_w = params_.block("amp_head.weight").offset, oa_b = params_.block("amp_head.bias").offset;
-    const long op_w = params_.block("phase_head.weight").offset, op_b = params_.block("phase_head.bias").offset;
+    const long oa_w = heads_.o_amp_w, oa_b = heads_.o_amp_b, op_w = heads_.o_phase_w, op_b = heads_.o_phase_b;
     const auto h = h_, gr = g_re_, gi = g_im_;
     Kokkos::parallel_for(
         "attnphys::ar_head_gradients", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {B, d + 1}),
@@ -285,8 +286,8 @@ void AutoregressiveTransformer<T>::log_psi_gradients(const View2<const T>& sigma
   // forward and two backward passes (Re, Im) per sample. The buffer's gradient slot is left as it was.
   alloc2(dy_re_, B * n, d);
   alloc2(dy_im_, B * n, d);
-  gemm('N', 'N', T(1), g_re_, params_.view2("amp_head.weight"), T(0), dy_re_);
-  gemm('N', 'N', T(1), g_im_, params_.view2("phase_head.weight"), T(0), dy_im_);
+  gemm('N', 'N', T(1), g_re_, heads_.amp_w, T(0), dy_re_);
+  gemm('N', 'N', T(1), g_im_, heads_.phase_w, T(0), dy_im_);
   if (E == 0) return;
   const long e0 = enc_.param_offset();
   const auto range = std::make_pair(e0, e0 + E);
@@ -316,8 +317,8 @@ void AutoregressiveTransformer<T>::sample_direct(const View2<T>& sigma, std::uin
   Kokkos::deep_copy(sigma, T(1));
   const int n = n_, n_up = n_up_;
   const bool fixed = opt_.fixed_sz;
-  const auto wa = params_.view2("amp_head.weight");
-  const auto ba = params_.view1("amp_head.bias");
+  const auto wa = heads_.amp_w;
+  const auto ba = heads_.amp_b;
   // Causal attention: output i depends only on [start, σ_0, ..., σ_{i-1}], so each pass runs on the full length
   // (sites not drawn yet are placeholders that cannot influence it) and every pass, and the log ψ evaluation that
   // usually follows, reuses one [M, N] set of buffers.

@@ -13,7 +13,7 @@ namespace attnphys::vmc {
 
 void VmcOptions::declare(OptionSet& s, const std::string& p) {
   sampler.declare(s);
-  s.add(p + ".optimizer", &optimizer, "parameter update", {"sr", "pxp", "minsr", "adam"});
+  s.add(p + ".optimizer", &optimizer, "parameter update");
   s.add(p + ".lr", &lr, "SR step or Adam learning rate", Range::positive());
   s.add(p + ".diag_shift", &diag_shift, "initial SR diagonal shift", Range::non_negative());
   s.add(p + ".diag_shift_final", &diag_shift_final, "final SR diagonal shift", Range::non_negative());
@@ -31,8 +31,6 @@ void VmcOptions::declare(OptionSet& s, const std::string& p) {
 
 void VmcOptions::validate() const {
   sampler.validate();
-  require(optimizer == "sr" || optimizer == "pxp" || optimizer == "minsr" || optimizer == "adam",
-          "unknown optimizer '", optimizer, "': use sr, pxp, minsr or adam");
   require(lr > 0 && diag_shift >= 0 && diag_shift_final >= 0 && diag_shift_steps >= 1 && chunk_size >= 1,
           "VMC options: lr > 0, diagonal shifts >= 0, diag_shift_steps >= 1 and chunk_size >= 1 are required");
 }
@@ -106,9 +104,10 @@ VmcDriver<T>::VmcDriver(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, c
   require(model.n_sites() == H.n_sites(), "the model has ", model.n_sites(), " sites, the Hamiltonian ",
           H.n_sites());
   auto* direct = dynamic_cast<DirectSampling<T>*>(&model);
-  require(direct || o.sampler.move != "exact", "sampler.move = exact needs a model that samples |psi|^2 directly "
-          "(autoregressive); the model '", model.name(), "' does not: use move = auto, local or exchange");
-  if (direct && (o.sampler.move == "auto" || o.sampler.move == "exact")) {
+  require(direct || o.sampler.move != SamplerMove::Exact,
+          "sampler.move = exact needs a model that samples |psi|^2 directly (autoregressive); the model '",
+          model.name(), "' does not: use move = auto, local or exchange");
+  if (direct && (o.sampler.move == SamplerMove::Auto || o.sampler.move == SamplerMove::Exact)) {
     direct_ = direct;
     int two_sz = 0;
     const bool sector = direct->fixed_sector(two_sz);
@@ -277,13 +276,15 @@ VmcStep VmcDriver<T>::step() {
     ere = g_e_re_ = gather_view(comm_, e_re_);
     eim = g_e_im_ = gather_view(comm_, e_im_);
   }
-  if (opt_.optimizer == "adam") {
-    const auto info = sr_direction<T>(ore, oim, ere, eim, 0.0, "minsr", opt_.rcond, delta_, buf.grads());
+  if (opt_.optimizer == VmcOptimizer::Adam) {
+    const auto info = sr_direction<T>(ore, oim, ere, eim, 0.0, SrForm::Minsr, opt_.rcond, delta_, buf.grads());
     (void)info;
     out.grad_norm = l2_norm<T>(buf.grads());
     adam_.step(buf, opt_.lr);
   } else {
-    const std::string form = opt_.optimizer == "sr" ? "auto" : opt_.optimizer;
+    const SrForm form = opt_.optimizer == VmcOptimizer::Pxp     ? SrForm::Pxp
+                        : opt_.optimizer == VmcOptimizer::Minsr ? SrForm::Minsr
+                                                                : SrForm::Auto;
     const auto info = sr_direction<T>(ore, oim, ere, eim, out.diag_shift, form, opt_.rcond, delta_);
     out.grad_norm = info.grad_norm;
     out.used_pinv = info.used_pinv;

@@ -14,13 +14,22 @@ Rbm<T>::Rbm(int n, const RbmOptions& o) : n_(n), m_(std::max(1, int(std::lround(
   require(n >= 1, "an RBM needs at least one site");
   require(o.alpha > 0, "RBM hidden density alpha must be positive, got ", o.alpha);
   for (const char* part : {"re", "im"}) {
-    if (std::string(part) == "im" && !o.complex) break;
+    if (part[0] == 'i' && !o.complex) break;
     if (o.visible_bias) params_.add(std::string("a_") + part, {n}, false);
     params_.add(std::string("b_") + part, {m_}, false);
     params_.add(std::string("W_") + part, {m_, n});
   }
   params_.allocate();
   if (o.init_std > 0) fill_normal(params_.params(), o.seed, 11, 0.0, o.init_std);
+  const bool cplx = o.complex, vb = o.visible_bias;
+  t_.W_re = params_.view2("W_re"), t_.o_W_re = params_.block("W_re").offset;
+  t_.b_re = params_.view1("b_re"), t_.o_b_re = params_.block("b_re").offset;
+  if (cplx) {
+    t_.W_im = params_.view2("W_im"), t_.o_W_im = params_.block("W_im").offset;
+    t_.b_im = params_.view1("b_im"), t_.o_b_im = params_.block("b_im").offset;
+  }
+  if (vb) t_.a_re = params_.view1("a_re"), t_.o_a_re = params_.block("a_re").offset;
+  if (vb && cplx) t_.a_im = params_.view1("a_im"), t_.o_a_im = params_.block("a_im").offset;
 }
 
 template <class T>
@@ -31,11 +40,11 @@ void Rbm<T>::hidden(const View2<const T>& sigma) {
     th_re_ = View2<T>("attnphys::rbm_theta_re", B, m_);
     th_im_ = View2<T>("attnphys::rbm_theta_im", B, m_);
   }
-  gemm('N', 'T', T(1), sigma, params_.view2("W_re"), T(0), th_re_);
-  if (opt_.complex) gemm('N', 'T', T(1), sigma, params_.view2("W_im"), T(0), th_im_);
+  gemm('N', 'T', T(1), sigma, t_.W_re, T(0), th_re_);
+  if (opt_.complex) gemm('N', 'T', T(1), sigma, t_.W_im, T(0), th_im_);
   else Kokkos::deep_copy(th_im_, T(0));
-  const auto br = params_.view1("b_re");
-  const auto bi = opt_.complex ? params_.view1("b_im") : Unmanaged1<T>();
+  const auto br = t_.b_re;
+  const auto bi = t_.b_im;
   const bool cplx = opt_.complex;
   const auto tr = th_re_, ti = th_im_;
   Kokkos::parallel_for(
@@ -55,8 +64,8 @@ void Rbm<T>::log_psi(const View2<const T>& sigma, const View1<T>& re, const View
   if (B == 0) return;
   hidden(sigma);
   const bool vb = opt_.visible_bias, cplx = opt_.complex;
-  const auto ar = vb ? params_.view1("a_re") : Unmanaged1<T>();
-  const auto ai = vb && cplx ? params_.view1("a_im") : Unmanaged1<T>();
+  const auto ar = t_.a_re;
+  const auto ai = t_.a_im;
   const auto tr = th_re_, ti = th_im_;
   const int n = n_, m = m_;
   Kokkos::parallel_for(
@@ -88,9 +97,8 @@ void Rbm<T>::log_psi_gradients(const View2<const T>& sigma, const View2<T>& o_re
   if (B == 0) return;
   hidden(sigma);
   const bool vb = opt_.visible_bias, cplx = opt_.complex;
-  const long oa_r = vb ? params_.block("a_re").offset : 0, oa_i = vb && cplx ? params_.block("a_im").offset : 0;
-  const long ob_r = params_.block("b_re").offset, ob_i = cplx ? params_.block("b_im").offset : 0;
-  const long ow_r = params_.block("W_re").offset, ow_i = cplx ? params_.block("W_im").offset : 0;
+  const long oa_r = t_.o_a_re, oa_i = t_.o_a_im, ob_r = t_.o_b_re, ob_i = t_.o_b_im, ow_r = t_.o_W_re,
+             ow_i = t_.o_W_im;
   const auto tr = th_re_, ti = th_im_;
   const int n = n_;
   Kokkos::parallel_for(

@@ -33,10 +33,9 @@ VmcRunConfig::VmcRunConfig() {
 
 void VmcRunConfig::declare(OptionSet& s) {
   model.declare(s);
-  s.add("ansatz.kind", &ansatz, "variational wavefunction", {"transformer", "rbm", "autoregressive", "mps"});
+  s.add("ansatz.kind", &ansatz, "variational wavefunction");
   s.add("ansatz.marshall_sign", &marshall_sign,
-        "Marshall sign (-1)^(up spins on even sites): auto (antiferromagnetic Sz-conserving chains), on, off",
-        {"auto", "on", "off"});
+        "Marshall sign (-1)^(up spins on even sites): auto (antiferromagnetic Sz-conserving chains), on, off");
   transformer.declare(s);
   autoregressive.declare(s);
   s.add("rbm.alpha", &rbm.alpha, "hidden units per site", Range::positive());
@@ -47,35 +46,39 @@ void VmcRunConfig::declare(OptionSet& s) {
   mps.declare(s);
   vmc.declare(s);
   s.add("run.final_samples", &final_samples, "samples of the final energy estimate (0: skip)", Range::non_negative());
-  s.add("run.reference", &reference, "exact energy: auto (closed form, else ED for n <= 22), ed, none",
-        {"auto", "ed", "none"});
+  s.add("run.reference", &reference, "exact energy: auto (closed form, else ED for n <= 22), ed, none");
   s.add("run.resume", &resume, "checkpoint to continue from (empty: start fresh)");
 }
 
 bool VmcRunConfig::uses_marshall_sign() const {
-  if (marshall_sign == "on") return true;
-  if (marshall_sign == "off") return false;
-  return model.model != "tfim" && model.J > 0;
+  if (marshall_sign == MarshallSign::On) return true;
+  if (marshall_sign == MarshallSign::Off) return false;
+  return model.model != spin::ModelKind::Tfim && model.J > 0;
 }
 
-void VmcRunConfig::apply_defaults(const OptionSet& set) {
+void apply_model_defaults(const spin::ChainModel& model, const OptionSet& set, VmcOptions& vmc) {
   model.validate();
   vmc.sampler.periodic = model.periodic();
   if (!set.was_set("sampler.fixed_sz")) vmc.sampler.fixed_sz = model.conserves_sz() && model.n % 2 == 0;
+}
+
+void VmcRunConfig::apply_defaults(const OptionSet& set) {
+  apply_model_defaults(model, set, vmc);
   if (!set.was_set("vmc.diag_shift_steps")) vmc.diag_shift_steps = std::max(1L, (2 * vmc.n_iter) / 3);
-  if (ansatz == "transformer" && !set.was_set("transformer.marshall_sign"))
+  if (ansatz == AnsatzKind::Transformer && !set.was_set("transformer.marshall_sign"))
     transformer.marshall_sign = uses_marshall_sign();
-  if (ansatz == "mps" && !set.was_set("mps.marshall_sign")) mps.marshall_sign = uses_marshall_sign();
+  if (ansatz == AnsatzKind::Mps && !set.was_set("mps.marshall_sign")) mps.marshall_sign = uses_marshall_sign();
   if (!set.was_set("mps.periodic")) mps.periodic = model.periodic();
-  require(ansatz == "transformer" || ansatz == "mps" || marshall_sign != "on", "ansatz.marshall_sign = on is "
-          "available for the transformer and MPS ansätze; the ", ansatz, " ansatz learns its phase itself");
-  if (ansatz == "mps") mps.validate();
-  if (ansatz == "autoregressive") {
+  require(ansatz == AnsatzKind::Transformer || ansatz == AnsatzKind::Mps || marshall_sign != MarshallSign::On,
+          "ansatz.marshall_sign = on is available for the transformer and MPS ansätze; the ", enum_name(ansatz),
+          " ansatz learns its phase itself");
+  if (ansatz == AnsatzKind::Mps) mps.validate();
+  if (ansatz == AnsatzKind::Autoregressive) {
     if (!set.was_set("autoregressive.fixed_sz")) autoregressive.fixed_sz = vmc.sampler.fixed_sz;
     if (!set.was_set("autoregressive.two_sz")) autoregressive.two_sz = vmc.sampler.two_sz;
     autoregressive.validate();
   }
-  if (ansatz == "transformer") {
+  if (ansatz == AnsatzKind::Transformer) {
     transformer.validate();
     require(model.n % transformer.patch_size == 0, "transformer.patch_size = ", transformer.patch_size,
             " does not divide n = ", model.n, "; choose a divisor of n");
@@ -84,23 +87,25 @@ void VmcRunConfig::apply_defaults(const OptionSet& set) {
 }
 
 std::unique_ptr<LogPsiModel<double>> make_ansatz(const VmcRunConfig& cfg) {
-  if (cfg.ansatz == "transformer")
-    return std::make_unique<TransformerAnsatz<double>>(cfg.model.n, cfg.model.periodic(), cfg.transformer);
-  if (cfg.ansatz == "rbm") {
-    RbmOptions o = cfg.rbm;
-    o.seed = std::uint64_t(cfg.rbm_seed);
-    return std::make_unique<Rbm<double>>(cfg.model.n, o);
+  switch (cfg.ansatz) {
+    case AnsatzKind::Transformer:
+      return std::make_unique<TransformerAnsatz<double>>(cfg.model.n, cfg.model.periodic(), cfg.transformer);
+    case AnsatzKind::Rbm: {
+      RbmOptions o = cfg.rbm;
+      o.seed = std::uint64_t(cfg.rbm_seed);
+      return std::make_unique<Rbm<double>>(cfg.model.n, o);
+    }
+    case AnsatzKind::Autoregressive:
+      return std::make_unique<AutoregressiveTransformer<double>>(cfg.model.n, cfg.autoregressive);
+    case AnsatzKind::Mps: return std::make_unique<MpsAnsatz<double>>(cfg.model.n, cfg.mps);
   }
-  if (cfg.ansatz == "autoregressive")
-    return std::make_unique<AutoregressiveTransformer<double>>(cfg.model.n, cfg.autoregressive);
-  if (cfg.ansatz == "mps") return std::make_unique<MpsAnsatz<double>>(cfg.model.n, cfg.mps);
-  fail("unknown ansatz '", cfg.ansatz, "': use transformer, rbm, autoregressive or mps");
+  fail("unknown ansatz ", int(cfg.ansatz), ": use ", enum_list<AnsatzKind>());
 }
 
-std::optional<double> reference_energy(const spin::ChainModel& m, const std::string& policy, std::string* source) {
+std::optional<double> reference_energy(const spin::ChainModel& m, ReferencePolicy policy, std::string* source) {
   if (source) source->clear();
-  if (policy == "none") return std::nullopt;
-  if (policy == "auto") {
+  if (policy == ReferencePolicy::None) return std::nullopt;
+  if (policy == ReferencePolicy::Auto) {
     if (auto r = ed::reference_energy(m)) {
       if (source) *source = "closed form";
       return r;
@@ -132,14 +137,14 @@ VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const Vmc
   // The antiferromagnetic chains (Heisenberg, XXZ, J1-J2 with J > 0) have negative ground-state energies. An energy
   // that stays >= 0 means the wavefunction has not found their sign structure (a real positive ansatz, an RBM
   // without a sign rule): say so once, with what to change, instead of letting it run on silently.
-  const bool negative_ground_state = cfg.model.model != "tfim" && cfg.model.J > 0;
+  const bool negative_ground_state = cfg.model.model != spin::ModelKind::Tfim && cfg.model.J > 0;
   long non_negative = 0;
   cbs.push_back([&](const VmcStep& s) {
     non_negative = s.energy >= 0 ? non_negative + 1 : 0;
     if (negative_ground_state && non_negative == kSignWarningIterations) {
       out.warnings.push_back(msg(
           "the VMC energy has stayed >= 0 for ", kSignWarningIterations, " iterations (now ", s.energy, " at iteration ",
-          s.iteration, "), but the ground state of this antiferromagnetic ", cfg.model.model,
+          s.iteration, "), but the ground state of this antiferromagnetic ", enum_name(cfg.model.model),
           " chain has a negative energy: the ansatz has not found the sign structure. Use a sign rule (ansatz.kind = ",
           "transformer or mps with ansatz.marshall_sign = on, the default for these chains) or an ansatz that learns ",
           "its phase, or lower vmc.lr if the energy was negative before"));

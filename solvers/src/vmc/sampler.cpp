@@ -16,8 +16,7 @@ void SamplerOptions::declare(OptionSet& s, const std::string& p) {
         "sweeps discarded before sampling chains that continue from the previous iteration (negative: n_discard)",
         Range::at_least(-1));
   s.add(p + ".sweep_size", &sweep_size, "Metropolis steps per sweep (0: number of sites)", Range::non_negative());
-  s.add(p + ".move", &move, "proposal (exact: direct sampling, for models that support it)",
-        {"auto", "local", "exchange", "exact"});
+  s.add(p + ".move", &move, "proposal (exact: direct sampling, for models that support it)");
   s.add(p + ".exchange_distance", &exchange_distance, "largest distance of exchanged pairs (0: any)",
         Range::non_negative());
   s.add(p + ".global_flip", &global_flip, "probability of a global spin flip", Range::closed(0, 1));
@@ -32,8 +31,6 @@ void SamplerOptions::declare(OptionSet& s, const std::string& p) {
 
 void SamplerOptions::validate() const {
   require(n_chains >= 1 && n_samples >= 1, "sampler needs n_chains >= 1 and n_samples >= 1");
-  require(move == "auto" || move == "local" || move == "exchange" || move == "exact", "unknown move '", move,
-          "': use auto, local, exchange or exact");
   require(global_flip >= 0 && global_flip <= 1, "global_flip is a probability, got ", global_flip);
   require(!(global_flip > 0 && fixed_sz && two_sz != 0), "global flips leave the sector 2Sz = ", two_sz,
           ": use global_flip = 0");
@@ -44,10 +41,11 @@ MetropolisSampler<T>::MetropolisSampler(LogPsiModel<T>& model, const SamplerOpti
     : model_(model), opt_(o), n_(model.n_sites()) {
   o.validate();
   sweep_ = o.sweep_size > 0 ? o.sweep_size : n_;
-  require(o.move != "exact", "move = exact is direct sampling, not a Metropolis move: the model '", model.name(),
+  require(o.move != SamplerMove::Exact, "move = exact is direct sampling, not a Metropolis move: the model '",
+          model.name(),
           "' must sample |psi|^2 itself (the VMC driver does this for autoregressive models)");
-  move_ = o.move == "auto" ? (o.fixed_sz ? "exchange" : "local") : o.move;
-  require(!(o.fixed_sz && move_ == "local"), "local flips leave the fixed-Sz sector: use move = exchange");
+  move_ = o.move == SamplerMove::Auto ? (o.fixed_sz ? SamplerMove::Exchange : SamplerMove::Local) : o.move;
+  require(!(o.fixed_sz && move_ == SamplerMove::Local), "local flips leave the fixed-Sz sector: use move = exchange");
   if (o.fixed_sz)
     require(std::abs(o.two_sz) <= n_ && (n_ + o.two_sz) % 2 == 0, "2Sz = ", o.two_sz, " impossible for ", n_,
             " sites");
@@ -68,7 +66,7 @@ MetropolisSampler<T>::MetropolisSampler(LogPsiModel<T>& model, const SamplerOpti
         "attnphys::mc_identity", Kokkos::RangePolicy<ExecSpace>(0, C), KOKKOS_LAMBDA(const long c) { id(c) = c; });
   }
   if (auto* inc = dynamic_cast<IncrementalLogPsi<T>*>(&model); inc && inc->incremental_enabled()) inc_ = inc;
-  if (move_ == "exchange") {
+  if (move_ == SamplerMove::Exchange) {
     std::vector<int> pi, pj;
     const long d = o.exchange_distance > 0 ? o.exchange_distance : n_;
     for (int i = 0; i < n_; ++i)
@@ -167,7 +165,7 @@ void MetropolisSampler<T>::step() {
   const auto lh = log_hastings_;
   const auto pi = pair_i_, pj = pair_j_;
   const long n_pairs = pair_i_.extent(0);
-  const bool exchange = move_ == "exchange";
+  const bool exchange = move_ == SamplerMove::Exchange;
   const bool all_pairs = exchange && n_pairs == long(n) * (n - 1) / 2;
   const double p_global = opt_.global_flip;
   const std::uint64_t seed = std::uint64_t(opt_.seed), start = 16 * step_;

@@ -134,7 +134,7 @@ SrWork<T>& sr_work() {
 
 template <class T>
 SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, const View1<const T>& e_re,
-                    const View1<const T>& e_im, double diag_shift, const std::string& form, double rcond,
+                    const View1<const T>& e_im, double diag_shift, SrForm form, double rcond,
                     const View1<T>& delta, const View1<T>& gradient) {
   ScopedRegion region("attnphys::sr_direction");
   const long M = o_re.extent(0), P = o_re.extent(1);
@@ -144,14 +144,13 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
           "sr_direction: O must be [M, P] (twice), E_loc [M] (twice) and delta [P]; got O ", o_re.extent(0), "x",
           o_re.extent(1), " and ", o_im.extent(0), "x", o_im.extent(1), ", E_loc ", e_re.extent(0), " and ",
           e_im.extent(0), ", delta ", delta.extent(0));
-  require(form == "pxp" || form == "minsr" || form == "auto", "unknown SR form '", form, "': use pxp, minsr or auto");
   require(diag_shift >= 0, "SR diagonal shift must be >= 0, got ", diag_shift);
   SrInfo info;
-  info.form = form == "auto" ? (P > 2 * M ? "minsr" : "pxp") : form;
+  info.form = form == SrForm::Auto ? (P > 2 * M ? SrForm::Minsr : SrForm::Pxp) : form;
 
   // Centre and stack.
   auto& work = sr_work<T>();
-  work.ensure(M, P, info.form == "pxp");
+  work.ensure(M, P, info.form == SrForm::Pxp);
   const auto X = work.X, eps = work.eps;
   const double inv_sqrt_m = 1.0 / std::sqrt(double(M));
   // Column means ⟨O_k⟩ (summed over m in order, in double), then X row by row (contiguous in k).
@@ -205,7 +204,7 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
   }
 
   // (K + shift) v for the kernel of the chosen form, from X: pxp K = XᵀX (v [P]), minsr K = XXᵀ (v [2M]).
-  const bool pxp = info.form == "pxp";
+  const bool pxp = info.form == SrForm::Pxp;
   const long n_sys = pxp ? P : 2 * M;
   const View2<T> in = pxp ? work.D : work.y, mid = pxp ? work.y : work.D;
   auto to_view = [](const Eigen::VectorXd& x, const View2<T>& v) {
@@ -258,10 +257,10 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
 }
 
 template SrInfo sr_direction<float>(const View2<const float>&, const View2<const float>&, const View1<const float>&,
-                                    const View1<const float>&, double, const std::string&, double,
+                                    const View1<const float>&, double, SrForm, double,
                                     const View1<float>&, const View1<float>&);
 template SrInfo sr_direction<double>(const View2<const double>&, const View2<const double>&,
                                      const View1<const double>&, const View1<const double>&, double,
-                                     const std::string&, double, const View1<double>&, const View1<double>&);
+                                     SrForm, double, const View1<double>&, const View1<double>&);
 
 }  // namespace attnphys::vmc

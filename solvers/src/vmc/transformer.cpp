@@ -51,10 +51,8 @@ void TransformerAnsatzOptions::declare(OptionSet& s, const std::string& p) {
   s.add(p + ".n_heads", &n_heads, "attention heads", Range::at_least(1));
   s.add(p + ".n_layers", &n_layers, "transformer blocks", Range::at_least(1));
   s.add(p + ".d_ff", &d_ff, "feed-forward width (0: 2 d_model)", Range::non_negative());
-  s.add(p + ".attention", &attention, "factored (alpha_h(i-j)) or dense (softmax with relative bias)",
-        {"factored", "dense"});
-  s.add(p + ".positional", &positional, "absolute positions: auto (learned for open chains), none, learned",
-        {"auto", "none", "learned"});
+  s.add(p + ".attention", &attention, "factored (alpha_h(i-j)) or dense (softmax with relative bias)");
+  s.add(p + ".positional", &positional, "absolute positions: auto (learned for open chains), none, learned");
   s.add(p + ".hidden", &hidden, "complex log-cosh readout units (0: d_model)", Range::non_negative());
   s.add(p + ".symmetrize", &symmetrize, "sum over intra-patch translations (periodic chains)");
   s.add(p + ".marshall_sign", &marshall_sign, "multiply by (-1)^(up spins on even sites)");
@@ -75,14 +73,13 @@ void TransformerAnsatzOptions::validate() const {
           "required");
   require(d_model % n_heads == 0, "transformer ansatz: d_model = ", d_model, " is not divisible by n_heads = ",
           n_heads);
-  require(attention == "factored" || attention == "dense", "transformer ansatz: attention '", attention,
-          "' is unknown: use factored or dense");
-  require(positional == "auto" || positional == "none" || positional == "learned", "transformer ansatz: positional '",
-          positional, "' is unknown: use auto, none or learned");
   require(init_std >= 0 && std::isfinite(init_std), "transformer ansatz: init_std must be >= 0");
 }
 
 namespace {
+bool learned_positions(bool periodic, const TransformerAnsatzOptions& o) {
+  return o.positional == TransformerPositional::Auto ? !periodic : o.positional == TransformerPositional::Learned;
+}
 ops::EncoderOptions make_encoder_options(int n, bool periodic, const TransformerAnsatzOptions& o) {
   ops::EncoderOptions e;
   e.d_in = o.patch_size;
@@ -90,11 +87,11 @@ ops::EncoderOptions make_encoder_options(int n, bool periodic, const Transformer
   e.n_heads = o.n_heads;
   e.n_layers = o.n_layers;
   e.d_ff = o.d_ff > 0 ? o.d_ff : 2 * o.d_model;
-  e.attention = o.attention;
+  e.attention = enum_name(o.attention);  // the operators' kind of the same name
   e.periodic = periodic;
-  e.relative_bias = o.attention == "dense";
+  e.relative_bias = o.attention == TransformerAttention::Dense;
   e.max_len = n / o.patch_size;
-  e.positional = o.positional == "auto" ? (periodic ? "none" : "learned") : o.positional;
+  e.positional = learned_positions(periodic, o) ? "learned" : "none";
   e.final_norm = true;
   return e;
 }
@@ -117,18 +114,22 @@ TransformerAnsatz<T>::TransformerAnsatz(int n, bool periodic, const TransformerA
       d_(o.d_model),
       k_(o.hidden > 0 ? o.hidden : o.d_model),
       enc_(make_encoder_options(n, periodic, o), "encoder.") {
-  inc_ok_ = o.incremental && o.n_layers == 1 && o.attention == "factored";
+  inc_ok_ = o.incremental && o.n_layers == 1 && o.attention == TransformerAttention::Factored;
   enc_.declare(params_);
   params_.add("out.W_re", {k_, d_});
   params_.add("out.W_im", {k_, d_});
   params_.add("out.c_re", {k_}, false);
   params_.add("out.c_im", {k_}, false);
   params_.allocate();
+  out_.W_re = params_.view2("out.W_re"), out_.o_W_re = params_.block("out.W_re").offset;
+  out_.W_im = params_.view2("out.W_im"), out_.o_W_im = params_.block("out.W_im").offset;
+  out_.c_re = params_.view1("out.c_re"), out_.o_c_re = params_.block("out.c_re").offset;
+  out_.c_im = params_.view1("out.c_im"), out_.o_c_im = params_.block("out.c_im").offset;
   enc_.init(params_, o.seed);
   if (o.init_std > 0) {
     const double sd = o.init_std / std::sqrt(double(d_));
-    fill_normal(params_.view2("out.W_re"), o.seed, 31, 0.0, sd);
-    fill_normal(params_.view2("out.W_im"), o.seed, 32, 0.0, sd);
+    fill_normal(out_.W_re, o.seed, 31, 0.0, sd);
+    fill_normal(out_.W_im, o.seed, 32, 0.0, sd);
   }
 }
 
@@ -182,9 +183,9 @@ void TransformerAnsatz<T>::readout(long rows) {
 template <class T>
 void TransformerAnsatz<T>::readout_pooled(long rows) {
   const long d = d_, K = k_;
-  gemm('N', 'T', T(1), ConstMat<T>(z_.data(), rows, d), params_.view2("out.W_re"), T(0), theta_re_);
-  gemm('N', 'T', T(1), ConstMat<T>(z_.data(), rows, d), params_.view2("out.W_im"), T(0), theta_im_);
-  const auto cr = params_.view1("out.c_re"), ci = params_.view1("out.c_im");
+  gemm('N', 'T', T(1), ConstMat<T>(z_.data(), rows, d), out_.W_re, T(0), theta_re_);
+  gemm('N', 'T', T(1), ConstMat<T>(z_.data(), rows, d), out_.W_im, T(0), theta_im_);
+  const auto cr = out_.c_re, ci = out_.c_im;
   const auto tr = theta_re_, ti = theta_im_;
   const auto lr = lp_re_, li = lp_im_;
   Kokkos::parallel_for(
@@ -291,9 +292,8 @@ void TransformerAnsatz<T>::readout_gradients(long lo, long count, const View2<T>
   }
   const auto tr = theta_re_, ti = theta_im_, z = z_, gr = g_re_, gi = g_im_;  // View2
   const auto wr = w_re_, wi = w_im_;  // View1 (one `auto` must deduce one type; nvcc enforces it)
-  const auto Wr = params_.view2("out.W_re"), Wi = params_.view2("out.W_im");
-  const long o_wr = params_.block("out.W_re").offset, o_wi = params_.block("out.W_im").offset;
-  const long o_cr = params_.block("out.c_re").offset, o_ci = params_.block("out.c_im").offset;
+  const auto Wr = out_.W_re, Wi = out_.W_im;
+  const long o_wr = out_.o_W_re, o_wi = out_.o_W_im, o_cr = out_.o_c_re, o_ci = out_.o_c_im;
   Kokkos::parallel_for(
       "attnphys::vit_tanh", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {rows, K}),
       KOKKOS_LAMBDA(const long r, const long k) {
@@ -579,7 +579,7 @@ void TransformerAnsatz<T>::gradients_chunk(const View2<const T>& sigma, long lo,
 
   // Input: x0 = We token + be (+ pos_embed at the token's patch).
   {
-    const bool pos = eo.positional == "learned";
+    const bool pos = learned_positions(periodic_, opt_);
     const long o_We = params_.block("encoder.embed.weight").offset, o_be = params_.block("encoder.embed.bias").offset;
     const long o_pe = pos ? params_.block("encoder.pos_embed").offset : 0;
     const T* tok = tokens_.data();
@@ -1027,7 +1027,7 @@ detail::IncrementalRows<T> TransformerAnsatz<T>::incremental_rows() const {
   k.table = params_.block(L + "self_attn.alpha").shape.at(1);
   k.per = shifts_ * np_;
   k.periodic = periodic_;
-  k.pos = eo.positional == "learned";
+  k.pos = learned_positions(periodic_, opt_);
   k.eps = T(eo.ln_eps);
   k.We = params_.view1("encoder.embed.weight").data();
   k.be = params_.view1("encoder.embed.bias").data();

@@ -27,9 +27,24 @@
 
 namespace attnphys::vmc {
 
+// The conditionals need to know the site: learned or sinusoidal absolute positions.
+enum class AutoregressivePositional { Learned, Sinusoidal };
+
+}  // namespace attnphys::vmc
+
+namespace attnphys {
+template <>
+struct EnumNames<vmc::AutoregressivePositional> {
+  static constexpr EnumName<vmc::AutoregressivePositional> values[] = {
+      {vmc::AutoregressivePositional::Learned, "learned"}, {vmc::AutoregressivePositional::Sinusoidal, "sinusoidal"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::vmc {
+
 struct AutoregressiveOptions {
   long d_model = 16, n_heads = 2, n_layers = 2, d_ff = 0;  // d_ff 0: 4 · d_model
-  std::string positional = "learned";                       // learned | sinusoidal
+  AutoregressivePositional positional = AutoregressivePositional::Learned;
   bool fixed_sz = false;                                    // ψ confined to the sector 2S^z = two_sz
   int two_sz = 0;
   double init_std = 0.01;  // std of the head weights (small: nearly uniform conditionals and phase at the start)
@@ -44,6 +59,8 @@ template <class T>
 class AutoregressiveTransformer final : public LogPsiModel<T>, public DirectSampling<T> {
  public:
   AutoregressiveTransformer(int n_sites, const AutoregressiveOptions& options);
+  AutoregressiveTransformer(const AutoregressiveTransformer&) = delete;  // heads_ views its own params_
+  AutoregressiveTransformer& operator=(const AutoregressiveTransformer&) = delete;
   int n_sites() const override { return n_; }
   long n_parameters() const override { return params_.size(); }
   void log_psi(const View2<const T>& sigma, const View1<T>& re, const View1<T>& im) override;
@@ -70,6 +87,12 @@ class AutoregressiveTransformer final : public LogPsiModel<T>, public DirectSamp
   int n_up_;  // required up spins (fixed_sz)
   ops::Encoder<T> enc_;
   ParameterBuffer<T> params_;
+  // The two heads' blocks, looked up once after allocation, with their offsets in the flat vector.
+  struct Heads {
+    Unmanaged2<T> amp_w, phase_w;
+    Unmanaged1<T> amp_b, phase_b;
+    long o_amp_w = 0, o_amp_b = 0, o_phase_w = 0, o_phase_b = 0;
+  } heads_;
   ops::EncoderCache<T> cache_, one_cache_;
   View2<T> x_, h_, amp_, phase_, jac_, dy_re_, dy_im_, g_re_, g_im_;
 };

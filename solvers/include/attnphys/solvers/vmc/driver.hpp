@@ -25,9 +25,26 @@
 
 namespace attnphys::vmc {
 
+// sr: P x P or minSR, whichever is smaller; pxp, minsr: that form of SR; adam: Adam on the energy gradient.
+enum class VmcOptimizer { Sr, Pxp, Minsr, Adam };
+
+}  // namespace attnphys::vmc
+
+namespace attnphys {
+template <>
+struct EnumNames<vmc::VmcOptimizer> {
+  static constexpr EnumName<vmc::VmcOptimizer> values[] = {{vmc::VmcOptimizer::Sr, "sr"},
+                                                           {vmc::VmcOptimizer::Pxp, "pxp"},
+                                                           {vmc::VmcOptimizer::Minsr, "minsr"},
+                                                           {vmc::VmcOptimizer::Adam, "adam"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::vmc {
+
 struct VmcOptions {
   SamplerOptions sampler;
-  std::string optimizer = "sr";  // sr (P×P or minSR, whichever is smaller) | pxp | minsr | adam
+  VmcOptimizer optimizer = VmcOptimizer::Sr;
   double lr = 0.05;              // SR step τ, or Adam's learning rate
   double diag_shift = 1e-2;      // SR diagonal shift, decaying geometrically ...
   double diag_shift_final = 1e-4;

@@ -26,6 +26,8 @@ template <class T>
 class Rbm final : public LogPsiModel<T> {
  public:
   Rbm(int n_sites, const RbmOptions& options);
+  Rbm(const Rbm&) = delete;  // t_ views its own params_
+  Rbm& operator=(const Rbm&) = delete;
   int n_sites() const override { return n_; }
   long n_parameters() const override { return params_.size(); }
   int n_hidden() const { return m_; }
@@ -38,9 +40,17 @@ class Rbm final : public LogPsiModel<T> {
   void hidden(const View2<const T>& sigma);
 
  private:
+  // The parameter blocks, looked up once after allocation (views into params_, valid while it lives) with their
+  // offsets in the flat vector (the columns of O); the _im and a_ blocks are empty when absent.
+  struct Tensors {
+    Unmanaged2<T> W_re, W_im;
+    Unmanaged1<T> b_re, b_im, a_re, a_im;
+    long o_W_re = 0, o_W_im = 0, o_b_re = 0, o_b_im = 0, o_a_re = 0, o_a_im = 0;
+  };
   int n_, m_;
   RbmOptions opt_;
   ParameterBuffer<T> params_;
+  Tensors t_;
   View2<T> th_re_, th_im_;
 };
 

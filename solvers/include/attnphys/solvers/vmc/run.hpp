@@ -28,10 +28,40 @@
 
 namespace attnphys::vmc {
 
+enum class AnsatzKind { Transformer, Rbm, Autoregressive, Mps };
+// auto: on for antiferromagnetic Sz-conserving chains (see above).
+enum class MarshallSign { Auto, On, Off };
+// auto: the closed form, else ED for n <= 22; ed: ED; none: no reference.
+enum class ReferencePolicy { Auto, Ed, None };
+
+}  // namespace attnphys::vmc
+
+namespace attnphys {
+template <>
+struct EnumNames<vmc::AnsatzKind> {
+  static constexpr EnumName<vmc::AnsatzKind> values[] = {{vmc::AnsatzKind::Transformer, "transformer"},
+                                                         {vmc::AnsatzKind::Rbm, "rbm"},
+                                                         {vmc::AnsatzKind::Autoregressive, "autoregressive"},
+                                                         {vmc::AnsatzKind::Mps, "mps"}};
+};
+template <>
+struct EnumNames<vmc::MarshallSign> {
+  static constexpr EnumName<vmc::MarshallSign> values[] = {
+      {vmc::MarshallSign::Auto, "auto"}, {vmc::MarshallSign::On, "on"}, {vmc::MarshallSign::Off, "off"}};
+};
+template <>
+struct EnumNames<vmc::ReferencePolicy> {
+  static constexpr EnumName<vmc::ReferencePolicy> values[] = {
+      {vmc::ReferencePolicy::Auto, "auto"}, {vmc::ReferencePolicy::Ed, "ed"}, {vmc::ReferencePolicy::None, "none"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::vmc {
+
 struct VmcRunConfig {
   spin::ChainModel model;
-  std::string ansatz = "transformer";  // transformer | rbm | autoregressive | mps
-  std::string marshall_sign = "auto";  // auto | on | off
+  AnsatzKind ansatz = AnsatzKind::Transformer;
+  MarshallSign marshall_sign = MarshallSign::Auto;
   TransformerAnsatzOptions transformer;
   AutoregressiveOptions autoregressive;
   RbmOptions rbm;
@@ -39,7 +69,7 @@ struct VmcRunConfig {
   MpsAnsatzOptions mps;
   VmcOptions vmc;
   long final_samples = 16384;          // samples of the final energy estimate (0: skip it)
-  std::string reference = "auto";      // auto (closed form, else ED for n <= 22) | ed | none
+  ReferencePolicy reference = ReferencePolicy::Auto;
   std::string resume;                  // checkpoint to continue from (empty: start fresh)
 
   VmcRunConfig();
@@ -67,10 +97,15 @@ struct VmcRunResult {
 // Iterations in a row with E >= 0 after which run_vmc warns that the ansatz misses the sign structure.
 constexpr long kSignWarningIterations = 10;
 
+// The sampler's model-dependent defaults, the same for `attnphys vmc`, run_vmc and Python's spin.Vmc:
+// sampler.periodic = the chain's boundary condition; sampler.fixed_sz (unless `set` gave it) = whether the model
+// conserves Sz and N is even (the sector 2Sz = two_sz, 0 unless given).
+void apply_model_defaults(const spin::ChainModel& model, const OptionSet& set, VmcOptions& vmc);
+
 // Builds the ansatz the config names (double precision).
 std::unique_ptr<LogPsiModel<double>> make_ansatz(const VmcRunConfig& cfg);
 // Exact ground-state energy for the reference policy (nullopt: none wanted or none affordable).
-std::optional<double> reference_energy(const spin::ChainModel& m, const std::string& policy, std::string* source);
+std::optional<double> reference_energy(const spin::ChainModel& m, ReferencePolicy policy, std::string* source);
 
 // Runs cfg.vmc.n_iter iterations (continuing from cfg.resume when set), then the final estimate. on_step sees every
 // iteration and may stop the run by returning false.

@@ -15,6 +15,24 @@
 
 namespace attnphys::vmc {
 
+// auto: exchange when a fixed Sz sector is sampled, else local; exact (and auto for models with DirectSampling): the
+// VMC driver samples |psi|^2 directly.
+enum class SamplerMove { Auto, Local, Exchange, Exact };
+
+}  // namespace attnphys::vmc
+
+namespace attnphys {
+template <>
+struct EnumNames<vmc::SamplerMove> {
+  static constexpr EnumName<vmc::SamplerMove> values[] = {{vmc::SamplerMove::Auto, "auto"},
+                                                          {vmc::SamplerMove::Local, "local"},
+                                                          {vmc::SamplerMove::Exchange, "exchange"},
+                                                          {vmc::SamplerMove::Exact, "exact"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::vmc {
+
 struct SamplerOptions {
   long n_chains = 128;
   long n_samples = 1024;     // per call of sample(), rounded up to a multiple of n_chains
@@ -22,8 +40,7 @@ struct SamplerOptions {
   long n_discard_continue = -1;  // sweeps discarded at the start of later calls, whose chains continue from the
                                  // previous call's (equilibrated) states; negative: n_discard
   long sweep_size = 0;       // Metropolis steps between kept samples; 0: the number of sites
-  std::string move = "auto"; // auto | local | exchange | exact (auto: exchange when a fixed Sz sector is sampled;
-                             // exact, and auto for models with DirectSampling: the VMC driver samples directly)
+  SamplerMove move = SamplerMove::Auto;
   long exchange_distance = 0;  // 0: any pair
   bool periodic = true;        // whether exchange distances wrap around (the driver's sampler uses this)
   double global_flip = 0.0;    // probability of a global spin flip instead of the move
@@ -59,7 +76,7 @@ class MetropolisSampler {
   long n_steps_per_sample() const { return (opt_.n_samples + opt_.n_chains - 1) / opt_.n_chains; }
   long n_samples() const { return n_steps_per_sample() * opt_.n_chains; }
   long sweep_size() const { return sweep_; }
-  const std::string& move() const { return move_; }
+  SamplerMove move() const { return move_; }  // local or exchange (auto resolved)
   // Fraction of accepted proposals since the last reset_acceptance().
   double acceptance() const;
   void reset_acceptance();
@@ -79,7 +96,7 @@ class MetropolisSampler {
   SamplerOptions opt_;
   int n_;
   long sweep_;
-  std::string move_;
+  SamplerMove move_;
   std::uint64_t step_ = 0;
   bool fresh_ = true;  // chains not yet sampled since reset()
   View2<T> state_, proposal_;

@@ -35,14 +35,37 @@ template <class T>
 struct IncrementalRows;  // the fused incremental kernels' parameters (transformer.cpp)
 }  // namespace detail
 
+// factored: alpha_h(i - j) weights; dense: softmax attention with a learned relative bias.
+enum class TransformerAttention { Factored, Dense };
+// Absolute positions of the tokens: auto (learned for open chains, none for periodic ones), none, learned.
+enum class TransformerPositional { Auto, None, Learned };
+
+}  // namespace attnphys::vmc
+
+namespace attnphys {
+template <>
+struct EnumNames<vmc::TransformerAttention> {
+  static constexpr EnumName<vmc::TransformerAttention> values[] = {{vmc::TransformerAttention::Factored, "factored"},
+                                                                   {vmc::TransformerAttention::Dense, "dense"}};
+};
+template <>
+struct EnumNames<vmc::TransformerPositional> {
+  static constexpr EnumName<vmc::TransformerPositional> values[] = {{vmc::TransformerPositional::Auto, "auto"},
+                                                                    {vmc::TransformerPositional::None, "none"},
+                                                                    {vmc::TransformerPositional::Learned, "learned"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::vmc {
+
 struct TransformerAnsatzOptions {
   long patch_size = 2;         // b: spins per token (must divide N)
   long d_model = 16;
   long n_heads = 2;
   long n_layers = 1;
   long d_ff = 0;               // feed-forward width; 0: 2 * d_model
-  std::string attention = "factored";  // factored | dense (dense: softmax with a learned relative bias)
-  std::string positional = "auto";     // auto | none | learned (auto: learned for open chains, none for periodic)
+  TransformerAttention attention = TransformerAttention::Factored;
+  TransformerPositional positional = TransformerPositional::Auto;
   long hidden = 0;             // complex log-cosh units K of the readout; 0: d_model
   bool symmetrize = true;      // sum over the b intra-patch translations (periodic chains only)
   bool marshall_sign = false;  // multiply by (−1)^{N_up on even sites}
@@ -61,6 +84,8 @@ class TransformerAnsatz final : public LogPsiModel<T>, public IncrementalLogPsi<
  public:
   // periodic: whether the chain is a ring (circulant attention, translation symmetrisation).
   TransformerAnsatz(int n_sites, bool periodic, const TransformerAnsatzOptions& options);
+  TransformerAnsatz(const TransformerAnsatz&) = delete;  // out_ views its own params_
+  TransformerAnsatz& operator=(const TransformerAnsatz&) = delete;
   int n_sites() const override { return n_; }
   long n_parameters() const override { return params_.size(); }
   void log_psi(const View2<const T>& sigma, const View1<T>& re, const View1<T>& im) override;
@@ -98,7 +123,7 @@ class TransformerAnsatz final : public LogPsiModel<T>, public IncrementalLogPsi<
   // Batched per-sample encoder gradients of configurations [lo, lo + count) of sigma (factored attention): forward
   // into grad_cache_, readout, then the backward kernels; writes rows lo .. lo + count - 1 of O (=).
   void gradients_chunk(const View2<const T>& sigma, long lo, long count, const View2<T>& o_re, const View2<T>& o_im);
-  bool batched_gradients() const { return opt_.attention == "factored"; }
+  bool batched_gradients() const { return opt_.attention == TransformerAttention::Factored; }
 
  private:
   int n_;
@@ -107,6 +132,12 @@ class TransformerAnsatz final : public LogPsiModel<T>, public IncrementalLogPsi<
   long np_, shifts_, d_, k_;
   ops::Encoder<T> enc_;
   ParameterBuffer<T> params_;
+  // The readout's blocks, looked up once after allocation, with their offsets in the flat vector.
+  struct Readout {
+    Unmanaged2<T> W_re, W_im;
+    Unmanaged1<T> c_re, c_im;
+    long o_W_re = 0, o_W_im = 0, o_c_re = 0, o_c_im = 0;
+  } out_;
   ops::EncoderCache<T> cache_, one_cache_, grad_cache_;
   View2<T> bw_res_, bw_dh_, bw_dv_, bw_dg_, bw_gp_, bw_ones_;  // batched backward: [2 tokens, d] / [tokens, d_ff]
   View2<T> tokens_, y_, z_, theta_re_, theta_im_, g_re_, g_im_, dy_, sub_re_, sub_im_;
