@@ -99,3 +99,22 @@ def test_vmc_config_keys_are_accepted():
     assert len(vmc.run(1)) == 1
     with pytest.raises(attnphys.Error, match="unknown option"):
         spin.Vmc(m, spin.Rbm(m.n), {"vmc.learning_rate": 0.1})
+
+
+def test_vmc_sector_defaults_are_the_cli_defaults():
+    # spin.Vmc takes the model-dependent sampler defaults from the same C++ function as `attnphys vmc`
+    # (vmc::apply_model_defaults): the 2Sz = 0 sector for Sz-conserving chains of even N, none for odd N or the TFIM.
+    cases = [(spin.ChainModel("heisenberg", n=6, bc="periodic"), True),
+             (spin.ChainModel("heisenberg", n=7, bc="open"), False),
+             (spin.ChainModel("tfim", n=6), False)]
+    for m, fixed in cases:
+        v = spin.Vmc(m, spin.Rbm(m.n, seed=1), {"sampler.n_samples": 64, "sampler.n_chains": 16})
+        assert v.options["sampler.fixed_sz"] is fixed, m
+        assert v.options["sampler.move"] == "auto"
+    # A key given explicitly is kept.
+    m = spin.ChainModel("heisenberg", n=7, bc="open")
+    v = spin.Vmc(m, spin.Rbm(7), {"sampler.fixed_sz": True, "sampler.two_sz": 1, "sampler.n_chains": 16})
+    assert v.options["sampler.fixed_sz"] is True and v.options["sampler.two_sz"] == 1
+    # The keyword defaults of ChainModel are the C++ ChainModel's.
+    d = spin.ChainModel()
+    assert (d.model, d.n, d.bc, d.J, d.h, d.delta, d.j2) == ("tfim", 20, "open", 1.0, 1.0, 1.0, 0.5)
