@@ -274,7 +274,7 @@ TEST(DmrgMemory, PeakIsTheTensorsPlusOneWorkSetAndSaturatedSweepsDoNotGrow) {
   // basis and images, block effective-Hamiltonian intermediates, density matrices, LAPACK work) are sized for the
   // largest bond once and reused by every bond after it: the heap in use at the end of each sweep stops growing once
   // the bond dimension has saturated, and the peak resident memory of the run is the state, its environments and
-  // one work set of the largest bond.
+  // one work set of the largest bond (with one environment per bond: the stale side is freed as the sweep passes).
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer: its allocator, shadow memory and quarantine are not the library's footprint";
 #elif defined(__has_feature)
@@ -320,7 +320,9 @@ TEST(DmrgMemory, PeakIsTheTensorsPlusOneWorkSetAndSaturatedSweepsDoNotGrow) {
     th.build(psi[i].layout.left, psi[i + 1].layout.right, {2, 0, 0, -2});
     len_max = std::max(len_max, th.size);
   }
-  const double envs = env_entries(psi, charges);
+  // One environment per bond is live (left of the sweep's position: left ones; right of it: right ones); the
+  // stale side is freed.
+  const double envs = 0.5 * env_entries(psi, charges);
   const int D = h.max_bond_dimension();
   // One work set (doubles): Davidson 2 (max_iter + 1) + 1 vectors, theta, the block matrices, density matrices and
   // eigenvectors (~4), the effective-Hamiltonian intermediates (2 D).
@@ -331,7 +333,8 @@ TEST(DmrgMemory, PeakIsTheTensorsPlusOneWorkSetAndSaturatedSweepsDoNotGrow) {
               8 * tensors / 1048576, 8 * envs / 1048576, 8 * work / 1048576, len_max, peak / 1048576);
   for (double x : heap) std::printf(" %.2f", x / 1048576);
   std::printf("\n");
-  EXPECT_LE(peak, 1.25 * model + 4.0 * 1048576) << "peak resident memory above the state + environments + one work set";
+  // (Keeping both environments of every bond measured 7.7 MiB here, against 5.6 MiB with the stale side freed.)
+  EXPECT_LE(peak, 1.2 * model + 2.5 * 1048576) << "peak resident memory above the state + environments + one work set";
   // Once chi = 64 is reached (sweep 4 of the 10, 16 -> 64 ramp), the heap in use at the end of a sweep is flat: no
   // per-bond allocation survives its bond and no buffer is reallocated larger.
   ASSERT_EQ(heap.size(), 10u);

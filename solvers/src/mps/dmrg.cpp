@@ -130,7 +130,7 @@ DmrgResult dmrg(const Mpo& h, Mps& psi, const Sweeps& sweeps, const DmrgOptions&
   left[0].m = Eigen::MatrixXd::Ones(1, 1);
   right[n - 1].m = Eigen::MatrixXd::Ones(1, 1);
   detail::EffectiveH heff;
-  for (int i = n - 1; i > 0; --i) heff.update_right(right[i], psi[i], h.sites[i], right[i - 1]);
+  for (int i = n - 1; i > 1; --i) heff.update_right(right[i], psi[i], h.sites[i], right[i - 1]);
 
   detail::Davidson davidson;
   detail::BlockEigen eig;
@@ -182,6 +182,9 @@ DmrgResult dmrg(const Mpo& h, Mps& psi, const Sweeps& sweeps, const DmrgOptions&
           b.data.resize(k * d, dr);
           detail::gemm(true, false, k, d * dr, dl * d, 1.0, u, theta, 0.0, b.data.data());
           heff.update_left(left[i], a, h.sites[i], left[i + 1]);
+          // One environment per bond is live: the right one of this bond is stale until the sweep back recomputes
+          // it, so it is freed (the boundary stays).
+          if (i + 1 < n - 1) right[i + 1] = detail::Env{};
         } else {
           // A_{i+1} = V^T (right-orthonormal), A_i = theta V
           b.dl = int(k);
@@ -191,6 +194,8 @@ DmrgResult dmrg(const Mpo& h, Mps& psi, const Sweeps& sweeps, const DmrgOptions&
           a.data.resize(dl * d, k);
           detail::gemm(false, false, dl * d, k, d * dr, 1.0, theta, u, 0.0, a.data.data());
           heff.update_right(right[i + 1], b, h.sites[i + 1], right[i]);
+          if (i > 0) left[i] = detail::Env{};
+          left[i + 1] = detail::Env{};
         }
       }
     }

@@ -212,7 +212,7 @@ DmrgResult dmrg(const Mpo& h, QMps& psi, const Sweeps& sweeps, const DmrgOptions
   std::vector<QEnv> left(n), right(n);  // left[i]: bond left of site i; right[i]: bond right of site i
   left[0] = detail::boundary_env(psi[0].layout.left);
   right[n - 1] = detail::boundary_env(psi[n - 1].layout.right);
-  for (int i = n - 1; i > 0; --i) work.update_right(right[i], psi[i], h.sites[i], bond[i], bond[i + 1], right[i - 1]);
+  for (int i = n - 1; i > 1; --i) work.update_right(right[i], psi[i], h.sites[i], bond[i], bond[i + 1], right[i - 1]);
 
   detail::Davidson davidson;
   QEffectiveH heff;
@@ -391,8 +391,16 @@ DmrgResult dmrg(const Mpo& h, QMps& psi, const Sweeps& sweeps, const DmrgOptions
         }
         a = std::move(na);
         b = std::move(nb);
-        if (to_right) work.update_left(left[i], a, h.sites[i], bond[i], bond[i + 1], left[i + 1]);
-        else work.update_right(right[i + 1], b, h.sites[i + 1], bond[i + 1], bond[i + 2], right[i]);
+        // One environment per bond is live: the one on the side the sweep comes from is stale once the bond is
+        // done (the sweep back recomputes it), so it is freed (the boundaries stay).
+        if (to_right) {
+          work.update_left(left[i], a, h.sites[i], bond[i], bond[i + 1], left[i + 1]);
+          if (i + 1 < n - 1) right[i + 1] = QEnv{};
+        } else {
+          work.update_right(right[i + 1], b, h.sites[i + 1], bond[i + 1], bond[i + 2], right[i]);
+          if (i > 0) left[i] = QEnv{};
+          left[i + 1] = QEnv{};
+        }
       }
     }
     if (detail::end_of_sweep(sw, sweeps.size(), p, opt, observer, energy, trunc, psi.max_bond_dimension(),
