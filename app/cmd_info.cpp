@@ -26,7 +26,10 @@ void register_info(CLI::App& app) {
     if (Comm::world().is_root()) {
       std::cout << "attnphys " << info.version << " (" << info.git_revision << ")\n";
       std::cout << "Kokkos " << info.kokkos_version << ", default execution space " << info.default_execution_space
-                << ", concurrency " << info.concurrency << "\n";
+                << ", concurrency " << info.concurrency
+                << (info.host_threads > 1 ? ", kernels on " + std::to_string(info.host_threads) + " host threads"
+                                          : std::string())
+                << "\n";
       std::cout << "execution spaces:";
       for (const auto& s : info.execution_spaces) std::cout << " " << s;
       std::cout << "\nBLAS: " << info.blas << "\n";

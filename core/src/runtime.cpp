@@ -1,5 +1,7 @@
 #include "attnphys/core/runtime.hpp"
 
+#include "attnphys/core/parallel.hpp"
+
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -169,6 +171,7 @@ RuntimeInfo runtime_info() {
   add("Serial");
 #endif
   info.concurrency = Kokkos::is_initialized() ? static_cast<int>(Kokkos::DefaultExecutionSpace().concurrency()) : 0;
+  info.host_threads = host_pool_applies() ? host_threads() : 1;
   std::string blas;
 #if defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
   blas += "cuBLAS (device); ";
@@ -223,6 +226,7 @@ std::string to_json(const RuntimeInfo& info) {
   j.set("default_execution_space", info.default_execution_space);
   j.set("execution_spaces", info.execution_spaces);
   j.set("concurrency", info.concurrency);
+  j.set("host_threads", info.host_threads);
   Json blas = Json::object();
   blas.set("name", info.blas);
   blas.set("vendor", info.blas_vendor);

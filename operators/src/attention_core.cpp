@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "attnphys/core/parallel.hpp"
 #include "attnphys/core/resources.hpp"
 
 namespace attnphys::ops {
@@ -380,8 +381,8 @@ void forward(T* o, T* lse, const T* q, const T* kt, const T* v, long nbh, long n
   constexpr int L = lanes<T>(), NV = DH / L;
   const long qblocks = (n + R - 1) / R;
   const T scale = T(1) / std::sqrt(T(DH));
-  Kokkos::parallel_for(
-      "attnphys::attention_fused_forward", Kokkos::RangePolicy<ExecSpace>(0, nbh * qblocks), KOKKOS_LAMBDA(long it) {
+  attnphys::parallel_for(
+      "attnphys::attention_fused_forward", nbh * qblocks, KOKKOS_LAMBDA(long it) {
         const long bh = it / qblocks, i0 = (it % qblocks) * R;
         T qs[R][DH];  // scaled query rows (the last row repeated past n)
         for (int r = 0; r < R; ++r) {
@@ -455,8 +456,8 @@ void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const 
   using V = typename Simd<T>::type;
   constexpr int L = lanes<T>(), NV = DH / L;
   const T scale = T(1) / std::sqrt(T(DH));
-  Kokkos::parallel_for(
-      "attnphys::attention_fused_backward", Kokkos::RangePolicy<ExecSpace>(0, nbh), KOKKOS_LAMBDA(long bh) {
+  attnphys::parallel_for(
+      "attnphys::attention_fused_backward", nbh, KOKKOS_LAMBDA(long bh) {
         const T* ktb = kt + bh * DH * np;
         const T* vtb = vt + bh * DH * np;
         const T* kb_rows = k + bh * n * DH;

@@ -2,6 +2,7 @@
 // exact setting) when that core is a generic fallback on a CPU that supports better.
 #include <gtest/gtest.h>
 
+#include "attnphys/core/parallel.hpp"
 #include "attnphys/core/runtime.hpp"
 
 using namespace attnphys;
@@ -31,7 +32,9 @@ TEST(RuntimeBlas, InfoNamesTheBlasItsCoreAndTheCpu) {
     EXPECT_EQ(i.blas_warning, blas_core_advice(i.blas_core, i.cpu_simd));
   }
   const std::string j = to_json(i);
-  for (const char* key : {"\"blas\": {\"name\": ", "\"core\": ", "\"threads\": ", "\"openblas_coretype\": ",
+  EXPECT_GE(i.host_threads, 1);
+  if (!host_pool_applies()) EXPECT_EQ(i.host_threads, 1);
+  for (const char* key : {"\"host_threads\": ", "\"blas\": {\"name\": ", "\"core\": ", "\"threads\": ", "\"openblas_coretype\": ",
                           "\"cpu\": {\"model\": ", "\"warnings\": ["})
     EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
   // A faked generic core on an AVX-512 CPU puts its warning into the list.

@@ -13,6 +13,7 @@ struct RuntimeInfo {
   std::vector<std::string> execution_spaces;  // enabled backends, default first
   std::string default_execution_space;
   int concurrency = 0;
+  int host_threads = 1;           // threads of attnphys::parallel_for under Serial (1 with other backends)
   std::string blas;               // what KokkosBlas::gemm reaches on the host / device
   // The host BLAS in detail (OpenBLAS reports all of these; other libraries leave the fields empty / 0).
   std::string blas_vendor;        // "OpenBLAS", "Intel MKL", "BLIS", ...
