@@ -1,7 +1,6 @@
 #pragma once
 // The model flags shared by `attnphys ed`, `dmrg` and `vmc`: --model --n --bc --J --h --delta --j2.
 #include <CLI/CLI.hpp>
-#include <map>
 
 #include "attnphys/physics/spin/chain_model.hpp"
 #include "cli_common.hpp"
@@ -21,16 +20,13 @@ inline void add_chain_flags(CLI::App* sub, OptionFlags& f) {
 
 // Into a ChainModel of the command's own (the caller decides what each given flag overrides).
 inline void add_chain_flags(CLI::App* sub, spin::ChainModel& m) {
-  auto names = [](const auto& values) {
-    std::map<std::string, decltype(values[0].value)> out;
-    for (const auto& c : values) out.emplace(c.name, c.value);
-    return out;
-  };
-  sub->add_option("--model", m.model, enum_list<spin::ModelKind>(" | "))
-      ->transform(CLI::CheckedTransformer(names(EnumNames<spin::ModelKind>::values)));
+  sub->add_option_function<std::string>(
+         "--model", [&m](const std::string& s) { m.model = spin::parse_model_kind(s); }, "spin-chain model")
+      ->check(CLI::IsMember(enum_names<spin::ModelKind>()));
   sub->add_option("--n", m.n, "number of sites");
-  sub->add_option("--bc", m.bc, enum_list<spin::Boundary>(" | "))
-      ->transform(CLI::CheckedTransformer(names(EnumNames<spin::Boundary>::values)));
+  sub->add_option_function<std::string>(
+         "--bc", [&m](const std::string& s) { m.bc = spin::parse_boundary(s); }, "boundary condition")
+      ->check(CLI::IsMember(enum_names<spin::Boundary>()));
   sub->add_option("--J", m.J, "nearest-neighbour coupling (J1 for j1j2)");
   sub->add_option("--h", m.h, "transverse field (tfim)");
   sub->add_option("--delta", m.delta, "anisotropy (xxz)");

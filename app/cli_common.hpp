@@ -56,6 +56,9 @@ class OptionFlags {
     std::string help = i.help + " (" + key + ")";
     b.option = sub->add_option(flag, b.text, help);
     if (!i.choices.empty()) b.option->check(CLI::IsMember(i.choices));
+    if (i.type == "integer") b.option->type_name("INT");
+    if (i.type == "number") b.option->type_name("FLOAT");
+    if (i.type == "bool") b.option->type_name("BOOL");
     return b.option;
   }
   // --print-config: print the resolved configuration as TOML and run nothing (print_config() says whether).
