@@ -125,6 +125,26 @@ TransformerAnsatz<T>::TransformerAnsatz(int n, bool periodic, const TransformerA
   out_.W_im = params_.view2("out.W_im"), out_.o_W_im = params_.block("out.W_im").offset;
   out_.c_re = params_.view1("out.c_re"), out_.o_c_re = params_.block("out.c_re").offset;
   out_.c_im = params_.view1("out.c_im"), out_.o_c_im = params_.block("out.c_im").offset;
+  {
+    auto off = [&](const std::string& name) { return params_.has(name) ? params_.block(name).offset : -1L; };
+    enc_off_.embed_w = off("encoder.embed.weight"), enc_off_.embed_b = off("encoder.embed.bias");
+    enc_off_.pos = off("encoder.pos_embed");
+    enc_off_.norm_w = off("encoder.norm.weight"), enc_off_.norm_b = off("encoder.norm.bias");
+    if (o.attention == TransformerAttention::Factored)
+      for (long l = 0; l < o.n_layers; ++l) {
+        const std::string pre = "encoder.layers." + std::to_string(l) + ".";
+        LayerOffsets b;
+        b.norm1_w = off(pre + "norm1.weight"), b.norm1_b = off(pre + "norm1.bias");
+        b.v_w = off(pre + "self_attn.v_proj.weight"), b.v_b = off(pre + "self_attn.v_proj.bias");
+        b.out_w = off(pre + "self_attn.out_proj.weight"), b.out_b = off(pre + "self_attn.out_proj.bias");
+        b.alpha = off(pre + "self_attn.alpha");
+        b.alpha_table = params_.block(pre + "self_attn.alpha").shape.at(1);
+        b.norm2_w = off(pre + "norm2.weight"), b.norm2_b = off(pre + "norm2.bias");
+        b.l1_w = off(pre + "linear1.weight"), b.l1_b = off(pre + "linear1.bias");
+        b.l2_w = off(pre + "linear2.weight"), b.l2_b = off(pre + "linear2.bias");
+        enc_off_.layers.push_back(b);
+      }
+  }
   enc_.init(params_, o.seed);
   if (o.init_std > 0) {
     const double sd = o.init_std / std::sqrt(double(d_));
@@ -446,9 +466,9 @@ void TransformerAnsatz<T>::gradients_chunk(const View2<const T>& sigma, long lo,
     const T* a = grad_cache_.acts[L].data();
     const T* mu = fnorm ? grad_cache_.norm_mean.data() : nullptr;
     const T* rs = fnorm ? grad_cache_.norm_rstd.data() : nullptr;
-    const T* gam = fnorm ? params_.view1("encoder.norm.weight").data() : nullptr;
-    const long o_g = fnorm ? params_.block("encoder.norm.weight").offset : 0;
-    const long o_b = fnorm ? params_.block("encoder.norm.bias").offset : 0;
+    const T* gam = fnorm ? param_ptr(enc_off_.norm_w) : nullptr;
+    const long o_g = fnorm ? enc_off_.norm_w : 0;
+    const long o_b = fnorm ? enc_off_.norm_b : 0;
     Kokkos::parallel_for(
         "attnphys::vit_bw_final", Kokkos::RangePolicy<ExecSpace>(0, count), KOKKOS_LAMBDA(const long b) {
           for (int part = 0; part < 2; ++part) {
@@ -476,32 +496,30 @@ void TransformerAnsatz<T>::gradients_chunk(const View2<const T>& sigma, long lo,
 
   // Blocks, last to first: R holds dL/d(block output) on entry and dL/d(block input) on exit.
   for (long l = L - 1; l >= 0; --l) {
-    const std::string pre = "encoder.layers." + std::to_string(l) + ".";
     const auto& bc = grad_cache_.blocks.at(l);
     ops::gelu_backward<T>(bw_gp_, bw_ones_, bc.f);  // gelu'(f) on every token (vectorised erf)
     FactoredBlockBackward<T> k;
-    auto ptr = [&](const char* name) { return params_.view1(pre + name).data(); };
-    auto offs = [&](const char* name) { return params_.block(pre + name).offset; };
-    k.g1 = ptr("norm1.weight");
-    k.Wv = ptr("self_attn.v_proj.weight");
-    k.Wo = ptr("self_attn.out_proj.weight");
-    k.alpha = ptr("self_attn.alpha");
-    k.g2 = ptr("norm2.weight");
-    k.W1 = ptr("linear1.weight");
-    k.W2 = ptr("linear2.weight");
-    k.o_g1 = offs("norm1.weight");
-    k.o_b1 = offs("norm1.bias");
-    k.o_Wv = offs("self_attn.v_proj.weight");
-    k.o_bv = offs("self_attn.v_proj.bias");
-    k.o_Wo = offs("self_attn.out_proj.weight");
-    k.o_bo = offs("self_attn.out_proj.bias");
-    k.o_alpha = offs("self_attn.alpha");
-    k.o_g2 = offs("norm2.weight");
-    k.o_b2 = offs("norm2.bias");
-    k.o_W1 = offs("linear1.weight");
-    k.o_bl1 = offs("linear1.bias");
-    k.o_W2 = offs("linear2.weight");
-    k.o_bl2 = offs("linear2.bias");
+    const LayerOffsets& blk = enc_off_.layers.at(l);
+    k.g1 = param_ptr(blk.norm1_w);
+    k.Wv = param_ptr(blk.v_w);
+    k.Wo = param_ptr(blk.out_w);
+    k.alpha = param_ptr(blk.alpha);
+    k.g2 = param_ptr(blk.norm2_w);
+    k.W1 = param_ptr(blk.l1_w);
+    k.W2 = param_ptr(blk.l2_w);
+    k.o_g1 = blk.norm1_w;
+    k.o_b1 = blk.norm1_b;
+    k.o_Wv = blk.v_w;
+    k.o_bv = blk.v_b;
+    k.o_Wo = blk.out_w;
+    k.o_bo = blk.out_b;
+    k.o_alpha = blk.alpha;
+    k.o_g2 = blk.norm2_w;
+    k.o_b2 = blk.norm2_b;
+    k.o_W1 = blk.l1_w;
+    k.o_bl1 = blk.l1_b;
+    k.o_W2 = blk.l2_w;
+    k.o_bl2 = blk.l2_b;
     k.x = grad_cache_.acts[l].data();
     k.h1 = bc.h1.data();
     k.mean1 = bc.mean1.data();
@@ -514,7 +532,7 @@ void TransformerAnsatz<T>::gradients_chunk(const View2<const T>& sigma, long lo,
     k.h2 = bc.h2.data();
     k.g = bc.g.data();
     k.gp = bw_gp_.data();
-    k.table = params_.block(pre + "self_attn.alpha").shape.at(1);
+    k.table = blk.alpha_table;
     require(long(bc.attn.proj.extent(0)) == tokens && long(bc.attn.proj.extent(1)) == d &&
                 long(bc.attn.merged.extent(0)) == tokens,
             "transformer gradients: the factored attention cache has an unexpected layout");
@@ -580,8 +598,8 @@ void TransformerAnsatz<T>::gradients_chunk(const View2<const T>& sigma, long lo,
   // Input: x0 = We token + be (+ pos_embed at the token's patch).
   {
     const bool pos = learned_positions(periodic_, opt_);
-    const long o_We = params_.block("encoder.embed.weight").offset, o_be = params_.block("encoder.embed.bias").offset;
-    const long o_pe = pos ? params_.block("encoder.pos_embed").offset : 0;
+    const long o_We = enc_off_.embed_w, o_be = enc_off_.embed_b;
+    const long o_pe = pos ? enc_off_.pos : 0;
     const T* tok = tokens_.data();
     Kokkos::parallel_for(
         "attnphys::vit_bw_embed", Kokkos::RangePolicy<ExecSpace>(0, count), KOKKOS_LAMBDA(const long b) {
@@ -1014,7 +1032,7 @@ template <class T>
 detail::IncrementalRows<T> TransformerAnsatz<T>::incremental_rows() const {
   detail::IncrementalRows<T> k;
   const auto& eo = enc_.options();
-  const std::string L = "encoder.layers.0.";
+  const LayerOffsets& l0 = enc_off_.layers.at(0);
   k.S = shifts_;
   k.np = np_;
   k.d = d_;
@@ -1024,23 +1042,23 @@ detail::IncrementalRows<T> TransformerAnsatz<T>::incremental_rows() const {
   k.dh = d_ / opt_.n_heads;
   k.dff = eo.ff_width();
   k.max_len = eo.max_len;
-  k.table = params_.block(L + "self_attn.alpha").shape.at(1);
+  k.table = l0.alpha_table;
   k.per = shifts_ * np_;
   k.periodic = periodic_;
   k.pos = learned_positions(periodic_, opt_);
   k.eps = T(eo.ln_eps);
-  k.We = params_.view1("encoder.embed.weight").data();
-  k.be = params_.view1("encoder.embed.bias").data();
-  k.Pe = k.pos ? params_.view1("encoder.pos_embed").data() : nullptr;
-  k.g1 = params_.view1(L + "norm1.weight").data();
-  k.b1 = params_.view1(L + "norm1.bias").data();
-  k.alpha = params_.view1(L + "self_attn.alpha").data();
-  k.g2 = params_.view1(L + "norm2.weight").data();
-  k.b2 = params_.view1(L + "norm2.bias").data();
-  k.bl1 = params_.view1(L + "linear1.bias").data();
-  k.bl2 = params_.view1(L + "linear2.bias").data();
-  k.gf = params_.view1("encoder.norm.weight").data();
-  k.bf = params_.view1("encoder.norm.bias").data();
+  k.We = param_ptr(enc_off_.embed_w);
+  k.be = param_ptr(enc_off_.embed_b);
+  k.Pe = k.pos ? param_ptr(enc_off_.pos) : nullptr;
+  k.g1 = param_ptr(l0.norm1_w);
+  k.b1 = param_ptr(l0.norm1_b);
+  k.alpha = param_ptr(l0.alpha);
+  k.g2 = param_ptr(l0.norm2_w);
+  k.b2 = param_ptr(l0.norm2_b);
+  k.bl1 = param_ptr(l0.l1_b);
+  k.bl2 = param_ptr(l0.l2_b);
+  k.gf = param_ptr(enc_off_.norm_w);
+  k.bf = param_ptr(enc_off_.norm_b);
   // Transposed weights (set_reference writes them): Wvᵀ, Woᵀ [d, d], W1ᵀ [d, d_ff], W2ᵀ [d_ff, d].
   const T* wt = inc_wt_.data();
   k.WvT = wt;

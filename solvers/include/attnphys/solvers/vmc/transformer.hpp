@@ -138,6 +138,18 @@ class TransformerAnsatz final : public LogPsiModel<T>, public IncrementalLogPsi<
     Unmanaged1<T> c_re, c_im;
     long o_W_re = 0, o_W_im = 0, o_c_re = 0, o_c_im = 0;
   } out_;
+  // Offsets of the encoder's blocks in the flat vector, looked up once (-1: the block does not exist): the final
+  // norm, the embedding and, for factored attention, every block's tensors (the batched gradient and incremental
+  // kernels read them through these).
+  struct LayerOffsets {
+    long norm1_w = -1, norm1_b = -1, v_w = -1, v_b = -1, out_w = -1, out_b = -1, alpha = -1, alpha_table = 0;
+    long norm2_w = -1, norm2_b = -1, l1_w = -1, l1_b = -1, l2_w = -1, l2_b = -1;
+  };
+  struct EncoderOffsets {
+    long embed_w = -1, embed_b = -1, pos = -1, norm_w = -1, norm_b = -1;
+    std::vector<LayerOffsets> layers;
+  } enc_off_;
+  const T* param_ptr(long offset) const { return offset < 0 ? nullptr : params_.params().data() + offset; }
   ops::EncoderCache<T> cache_, one_cache_, grad_cache_;
   View2<T> bw_res_, bw_dh_, bw_dv_, bw_dg_, bw_gp_, bw_ones_;  // batched backward: [2 tokens, d] / [tokens, d_ff]
   View2<T> tokens_, y_, z_, theta_re_, theta_im_, g_re_, g_im_, dy_, sub_re_, sub_im_;
