@@ -86,7 +86,7 @@ TEST(ResourceLimits, DmrgBondDimensionThatCannotFitIsRefusedBeforeTheFirstSweep)
   MemoryLimit cap("1k");
   const std::string m = error_of([&] { mps::dmrg(mps::chain_mpo(chain("tfim", 20)), psi, sweeps); });
   EXPECT_MATCHES(m, "^DMRG up to bond dimension 1000000 on 20 sites \\(dense, MPO bond dimension 3\\) needs "
-                    "3.15 GB of memory, more than the 1.02 kB available \\(ATTNPHYS_MEMORY_LIMIT\\): lower chi "
+                    "2.65 GB of memory, more than the 1.02 kB available \\(ATTNPHYS_MEMORY_LIMIT\\): lower chi "
                     "\\(dmrg.chi; about 0 fits\\)$");
 }
 

@@ -90,9 +90,9 @@ bool end_of_sweep(int sw, int nsweeps, const SweepParams& p, const DmrgOptions& 
                   double energy, double trunc, int max_dim, double seconds, double residual_tol, SweepState& st,
                   DmrgResult& res);
 
-// Refuses, before the first sweep, a schedule whose largest bond dimension cannot fit in memory: the MPS, its
-// left and right environments and the two-site eigensolver (Davidson basis and images, density matrix) hold about
-// chi^2 (n (d + 2 D) + d^2 (2 max_iter + 2 D + 6)) doubles (D the MPO bond dimension, chi capped at d^(n/2));
+// Refuses, before the first sweep, a schedule whose largest bond dimension cannot fit in memory: the MPS, one
+// environment per bond (the sweeps free the stale side) and the two-site eigensolver (Davidson basis and images,
+// density matrix) hold about chi^2 (n (d + D) + d^2 (2 max_iter + 2 D + 6)) doubles (D the MPO bond dimension, chi capped at d^(n/2));
 // block-sparse U(1) storage (`blocks`: the charge sectors of a bond, at most n/2 + 1) divides that at best by
 // their number. The message names the size needed and the largest chi that fits.
 void check_memory(const Mpo& h, const Sweeps& sweeps, const DmrgOptions& opt, bool u1);

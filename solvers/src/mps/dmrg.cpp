@@ -225,7 +225,7 @@ void check_memory(const Mpo& h, const Sweeps& sweeps, const DmrgOptions& opt, bo
   int niter = 1;
   for (const auto& e : sweeps.entries()) niter = std::max(niter, e.niter);
   const double D = mpo_bond, dd = double(d) * d;
-  const double per_chi2 = n * (d + 2 * D) + dd * (2.0 * (std::max(iters, niter) + 1) + 2 * D + 6);
+  const double per_chi2 = n * (d + D) + dd * (2.0 * (std::max(iters, niter) + 1) + 2 * D + 6);
   const double blocks = u1 ? std::min(double(n / 2 + 1), chi) : 1.0;
   const double bytes = 8.0 * chi * chi * per_chi2 / blocks;
   if (bytes < 256e6) return;  // small runs: no system query
