@@ -150,8 +150,8 @@ void tile_softmax(T* s, const Tile& t, const Mat<T>& lse, const ScoreSpec<T>& sp
   const AttentionMask mask = spec.mask;
   const ConstMat<T> bias = spec.rel_bias;
   const bool has_bias = bias.extent(0) != 0, plain = plain_scores(spec);
-  Kokkos::parallel_for(
-      "attnphys::attention_softmax", Kokkos::RangePolicy<ExecSpace>(0, t.nbh * rows), KOKKOS_LAMBDA(long r) {
+  attnphys::parallel_for(
+      "attnphys::attention_softmax", t.nbh * rows, KOKKOS_LAMBDA(long r) {
         const long bh = bh0 + r / rows, i = i0 + r % rows, b = bh / heads, h = bh % heads;
         T* row = s + (r / rows) * stride + (r % rows) * n;
         const T lowest = Kokkos::reduction_identity<T>::max();  // marks masked keys
@@ -173,7 +173,7 @@ void tile_softmax(T* s, const Tile& t, const Mat<T>& lse, const ScoreSpec<T>& sp
         const T inv = T(1) / sum;
         for (long j = 0; j < n; ++j) row[j] *= inv;
         lse(bh, i) = mx + math::log(sum);
-      });
+      }, 16);
 }
 
 // Tiled forward, one key block of the online softmax, in place: scores -> exp(s + bias - m_new) (0 where masked)
@@ -188,8 +188,8 @@ void tile_online_softmax(T* s, const Tile& t, T* o, const Mat<T>& m, T* l, long 
   const AttentionMask mask = spec.mask;
   const ConstMat<T> bias = spec.rel_bias;
   const bool has_bias = bias.extent(0) != 0, plain = plain_scores(spec);
-  Kokkos::parallel_for(
-      "attnphys::attention_online_softmax", Kokkos::RangePolicy<ExecSpace>(0, t.nbh * rows),
+  attnphys::parallel_for(
+      "attnphys::attention_online_softmax", t.nbh * rows,
       KOKKOS_LAMBDA(long r) {
         const long bh = bh0 + r / rows, i = i0 + r % rows, b = bh / heads, h = bh % heads;
         T* row = s + (r / rows) * stride + (r % rows) * cols;
@@ -221,15 +221,15 @@ void tile_online_softmax(T* s, const Tile& t, T* o, const Mat<T>& m, T* l, long 
             for (long c = 0; c < dh; ++c) o[idx * dh + c] *= alpha;
         }
         m(bh, i) = m_new;
-      });
+      }, 16);
 }
 
 // Tiled forward, after the last key block: o /= l and lse = m + log l; rows that saw no key keep o = 0 and the
 // lowest lse (the mark of a fully masked row).
 template <class T>
 void online_softmax_finish(T* o, const Mat<T>& lse, const T* l, long nbh, long n, long dh) {
-  Kokkos::parallel_for(
-      "attnphys::attention_online_finish", Kokkos::RangePolicy<ExecSpace>(0, nbh * n), KOKKOS_LAMBDA(long idx) {
+  attnphys::parallel_for(
+      "attnphys::attention_online_finish", nbh * n, KOKKOS_LAMBDA(long idx) {
         const long bh = idx / n, i = idx % n;
         const T m = lse(bh, i);
         if (m == Kokkos::reduction_identity<T>::max()) return;
@@ -237,7 +237,7 @@ void online_softmax_finish(T* o, const Mat<T>& lse, const T* l, long nbh, long n
         const T inv = T(1) / sum;
         for (long c = 0; c < dh; ++c) o[idx * dh + c] *= inv;
         lse(bh, i) = m + math::log(sum);
-      });
+      }, 256);
 }
 
 // Tiled backward, in place: scores -> probabilities exp(s + bias - lse) with the saved lse (recomputation).
@@ -248,8 +248,8 @@ void tile_recompute(T* s, const Tile& t, const ConstMat<T>& lse, const ScoreSpec
   const AttentionMask mask = spec.mask;
   const ConstMat<T> bias = spec.rel_bias;
   const bool has_bias = bias.extent(0) != 0, plain = plain_scores(spec);
-  Kokkos::parallel_for(
-      "attnphys::attention_recompute", Kokkos::RangePolicy<ExecSpace>(0, t.nbh * rows), KOKKOS_LAMBDA(long r) {
+  attnphys::parallel_for(
+      "attnphys::attention_recompute", t.nbh * rows, KOKKOS_LAMBDA(long r) {
         const long bh = bh0 + r / rows, i = i0 + r % rows, b = bh / heads, h = bh % heads;
         T* row = s + (r / rows) * stride + (r % rows) * cols;
         const T l = lse(bh, i);
@@ -264,7 +264,7 @@ void tile_recompute(T* s, const Tile& t, const ConstMat<T>& lse, const ScoreSpec
           if (has_bias) x += bias(h, relative_index(i, j, n, max_len, mask.periodic));
           row[c] = live && mask.allowed(b, i, j, n) ? fast_exp(x - l) : T(0);
         }
-      });
+      }, 16);
 }
 
 // In place: dP -> dS = P ⊙ (dP - rowdot) (the softmax backward); accumulates the relative-bias gradient.
@@ -348,14 +348,14 @@ KOKKOS_FORCEINLINE_FUNCTION T hsum(const V& v) {
 // kt[bh, c, j] = src[bh, j, c] for j < n, 0 for n <= j < np.
 template <class T>
 void transpose_padded(T* kt, const T* src, long nbh, long n, long np, long dh) {
-  Kokkos::parallel_for(
-      "attnphys::attention_fused_transpose", Kokkos::RangePolicy<ExecSpace>(0, nbh * dh), KOKKOS_LAMBDA(long bc) {
+  attnphys::parallel_for(
+      "attnphys::attention_fused_transpose", nbh * dh, KOKKOS_LAMBDA(long bc) {
         const long bh = bc / dh, c = bc % dh;
         const T* s = src + bh * n * dh + c;
         T* d = kt + bc * np;
         for (long j = 0; j < n; ++j) d[j] = s[j * dh];
         for (long j = n; j < np; ++j) d[j] = T(0);
-      });
+      }, 4);
 }
 
 // s[r * kKeys + j] = Σ_c a[r][c] · bt[c, j0 + j] for R rows and the `chunks` vector chunks of one key block.
@@ -629,12 +629,12 @@ void row_dot(T* out, const ConstMat3<T>& a, const ConstMat3<T>& b) {
   const long rows = long(a.extent(0)) * long(a.extent(1)), dh = a.extent(2);
   const T* pa = a.data();
   const T* pb = b.data();
-  Kokkos::parallel_for(
-      "attnphys::attention_rowdot", Kokkos::RangePolicy<ExecSpace>(0, rows), KOKKOS_LAMBDA(long r) {
+  attnphys::parallel_for(
+      "attnphys::attention_rowdot", rows, KOKKOS_LAMBDA(long r) {
         T s = 0;
         for (long c = 0; c < dh; ++c) s += pa[r * dh + c] * pb[r * dh + c];
         out[r] = s;
-      });
+      }, 64);
 }
 
 template <class T>
@@ -728,15 +728,15 @@ void sdpa_row(const Vec<T>& out, const ConstMat3<T>& q, const ConstMat3<T>& k, c
   const AttentionMask mask = spec.mask;
   const ConstMat<T> bias = spec.rel_bias;
   const bool has_bias = bias.extent(0) != 0;
-  Kokkos::parallel_for(
-      "attnphys::attention_row", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long j) {
+  attnphys::parallel_for(
+      "attnphys::attention_row", n, KOKKOS_LAMBDA(long j) {
         T s = 0;
         for (long c = 0; c < dh; ++c) s += q(bh, i, c) * k(bh, j, c);
         s *= scale;
         if (has_bias) s += bias(bh % heads, relative_index(i, j, n, max_len, mask.periodic));
         const T l = lse(bh, i);
         out(j) = mask.allowed(bh / heads, i, j, n) && l != Kokkos::reduction_identity<T>::max() ? math::exp(s - l) : T(0);
-      });
+      }, 4096);
 }
 
 template <class T>
@@ -884,13 +884,13 @@ void split_heads(const Mat3<T>& out, const ConstMat<T>& in, long col0, long batc
               long(in.extent(1)) >= col0 + heads * dh,
           "split_heads: shapes disagree");
   // One work item per (token, head): a contiguous run of dh values.
-  Kokkos::parallel_for(
-      "attnphys::split_heads", Kokkos::RangePolicy<ExecSpace>(0, batch * n * heads), KOKKOS_LAMBDA(long th) {
+  attnphys::parallel_for(
+      "attnphys::split_heads", batch * n * heads, KOKKOS_LAMBDA(long th) {
         const long t = th / heads, h = th % heads, b = t / n, i = t % n;
         const T* src = &in(t, col0 + h * dh);
         T* dst = &out(b * heads + h, i, 0);
         for (long c = 0; c < dh; ++c) dst[c] = src[c];
-      });
+      }, 1024);
 }
 
 template <class T>
@@ -899,13 +899,13 @@ void merge_heads(const Mat<T>& out, long col0, const ConstMat3<T>& in, long batc
   require(long(in.extent(0)) == batch * heads && long(out.extent(0)) == batch * n &&
               long(out.extent(1)) >= col0 + heads * dh,
           "merge_heads: shapes disagree");
-  Kokkos::parallel_for(
-      "attnphys::merge_heads", Kokkos::RangePolicy<ExecSpace>(0, batch * n * heads), KOKKOS_LAMBDA(long th) {
+  attnphys::parallel_for(
+      "attnphys::merge_heads", batch * n * heads, KOKKOS_LAMBDA(long th) {
         const long t = th / heads, h = th % heads, b = t / n, i = t % n;
         const T* src = &in(b * heads + h, i, 0);
         T* dst = &out(t, col0 + h * dh);
         for (long c = 0; c < dh; ++c) dst[c] = src[c];
-      });
+      }, 1024);
 }
 
 #define ATTNPHYS_INSTANTIATE_ATTENTION_CORE(T)                                                                   \

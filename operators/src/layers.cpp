@@ -1,4 +1,5 @@
 #include "attnphys/operators/layers.hpp"
+#include "attnphys/core/parallel.hpp"
 
 #include <cmath>
 
@@ -33,14 +34,14 @@ template <class F>
 void elementwise(const char* label, long n, const F& f) {
 #ifdef ATTNPHYS_VECTOR_ERF
   constexpr long block = 1024;
-  Kokkos::parallel_for(
-      label, Kokkos::RangePolicy<ExecSpace>(0, (n + block - 1) / block), KOKKOS_LAMBDA(long b) {
+  attnphys::parallel_for(
+      label, (n + block - 1) / block, KOKKOS_LAMBDA(long b) {
         const long i1 = (b + 1) * block < n ? (b + 1) * block : n;
 #pragma GCC ivdep
         for (long i = b * block; i < i1; ++i) f(i);
-      });
+      }, 16);
 #else
-  Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(0, n), f);
+  attnphys::parallel_for(label, n, f, 4096);
 #endif
 }
 // Σ_k f(p[k]) over a short contiguous row in eight interleaved partial sums, added pairwise at the end: the
@@ -66,8 +67,8 @@ template <class T>
 void column_sums_add(const Vec<T>& out, const ConstMat<T>& a) {
   const long m = a.extent(0), n = a.extent(1);
   if (kHostSpace) {
-    Kokkos::parallel_for(
-        "attnphys::column_sums", Kokkos::RangePolicy<ExecSpace>(0, (n + kCols - 1) / kCols), KOKKOS_LAMBDA(long blk) {
+    attnphys::parallel_for(
+        "attnphys::column_sums", (n + kCols - 1) / kCols, KOKKOS_LAMBDA(long blk) {
           const long j0 = blk * kCols, w = n - j0 < kCols ? n - j0 : kCols;
           T s[kCols] = {};
           for (long i = 0; i < m; ++i) {
@@ -75,15 +76,15 @@ void column_sums_add(const Vec<T>& out, const ConstMat<T>& a) {
             for (long c = 0; c < w; ++c) s[c] += row[c];
           }
           for (long c = 0; c < w; ++c) out(j0 + c) += s[c];
-        });
+        }, 4);
     return;
   }
-  Kokkos::parallel_for(
-      "attnphys::column_sums", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long j) {
+  attnphys::parallel_for(
+      "attnphys::column_sums", n, KOKKOS_LAMBDA(long j) {
         T s = 0;
         for (long i = 0; i < m; ++i) s += a(i, j);
         out(j) += s;
-      });
+      }, 4);
 }
 
 }  // namespace
@@ -101,10 +102,10 @@ void linear_forward(const Mat<T>& y, const ConstMat<T>& x, const ConstMat<T>& w,
     return;
   }
   // Broadcast the bias first and let the gemm add onto it (beta = 1): one pass fewer over y.
-  Kokkos::parallel_for(
-      "attnphys::linear_forward", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(long i) {
+  attnphys::parallel_for(
+      "attnphys::linear_forward", m, KOKKOS_LAMBDA(long i) {
         for (long j = 0; j < n; ++j) y(i, j) = b(j);
-      });
+      }, 16);
   gemm('N', 'T', T(1), x, w, T(1), y);
 }
 
@@ -129,8 +130,8 @@ void layernorm_forward(const Mat<T>& y, const Vec<T>& mean, const Vec<T>& rstd, 
   require(long(y.extent(0)) == m && long(y.extent(1)) == d && long(mean.extent(0)) == m &&
               long(rstd.extent(0)) == m && long(w.extent(0)) == d && long(b.extent(0)) == d,
           "layernorm_forward: shapes disagree (x is ", m, "x", d, ")");
-  Kokkos::parallel_for(
-      "attnphys::layernorm_forward", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(long i) {
+  attnphys::parallel_for(
+      "attnphys::layernorm_forward", m, KOKKOS_LAMBDA(long i) {
         const T* xi = &x(i, 0);
         const T mu = lane_sum(xi, d, [](T v) { return v; }) / T(d);
         const T var = lane_sum(xi, d, [mu](T v) { return (v - mu) * (v - mu); }) / T(d);
@@ -138,7 +139,7 @@ void layernorm_forward(const Mat<T>& y, const Vec<T>& mean, const Vec<T>& rstd, 
         for (long k = 0; k < d; ++k) y(i, k) = (xi[k] - mu) * r * w(k) + b(k);
         mean(i) = mu;
         rstd(i) = r;
-      });
+      }, 16);
 }
 
 template <class T>
@@ -148,8 +149,8 @@ void layernorm_backward(const Mat<T>& dx, const Vec<T>& dw, const Vec<T>& db, co
   ScopedRegion region("attnphys::layernorm_backward");
   const long m = x.extent(0), d = x.extent(1);
   if (dx.extent(0) != 0) {
-    Kokkos::parallel_for(
-        "attnphys::layernorm_backward", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(long i) {
+    attnphys::parallel_for(
+        "attnphys::layernorm_backward", m, KOKKOS_LAMBDA(long i) {
           const T mu = mean(i), r = rstd(i);
           T s1 = 0, s2 = 0;  // means of g and g·xhat, with g = dy·w
           for (long k = 0; k < d; ++k) {
@@ -163,11 +164,11 @@ void layernorm_backward(const Mat<T>& dx, const Vec<T>& dw, const Vec<T>& db, co
             const T xh = (x(i, k) - mu) * r;
             dx(i, k) += r * (dy(i, k) * w(k) - s1 - xh * s2);
           }
-        });
+        }, 16);
   }
   if (kHostSpace) {  // runs of kCols columns down the rows (see column_sums_add)
-    Kokkos::parallel_for(
-        "attnphys::layernorm_backward_params", Kokkos::RangePolicy<ExecSpace>(0, (d + kCols - 1) / kCols),
+    attnphys::parallel_for(
+        "attnphys::layernorm_backward_params", (d + kCols - 1) / kCols,
         KOKKOS_LAMBDA(long blk) {
           const long k0 = blk * kCols, w = d - k0 < kCols ? d - k0 : kCols;
           T sw[kCols] = {}, sb[kCols] = {};
@@ -184,11 +185,11 @@ void layernorm_backward(const Mat<T>& dx, const Vec<T>& dw, const Vec<T>& db, co
             dw(k0 + c) += sw[c];
             db(k0 + c) += sb[c];
           }
-        });
+        }, 4);
     return;
   }
-  Kokkos::parallel_for(
-      "attnphys::layernorm_backward_params", Kokkos::RangePolicy<ExecSpace>(0, d), KOKKOS_LAMBDA(long k) {
+  attnphys::parallel_for(
+      "attnphys::layernorm_backward_params", d, KOKKOS_LAMBDA(long k) {
         T sw = 0, sb = 0;
         for (long i = 0; i < m; ++i) {
           sw += dy(i, k) * (x(i, k) - mean(i)) * rstd(i);
@@ -196,7 +197,7 @@ void layernorm_backward(const Mat<T>& dx, const Vec<T>& dw, const Vec<T>& db, co
         }
         dw(k) += sw;
         db(k) += sb;
-      });
+      }, 4);
 }
 
 template <class T>
@@ -237,8 +238,8 @@ void bias_gelu_forward(const Mat<T>& f, const Mat<T>& g, const ConstVec<T>& b) {
   T* pg = g.data();
   const T* pb = b.data();
   // One pass: per row, f += b, then g = gelu(f) from the value in registers.
-  Kokkos::parallel_for(
-      "attnphys::bias_gelu_forward", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(long i) {
+  attnphys::parallel_for(
+      "attnphys::bias_gelu_forward", m, KOKKOS_LAMBDA(long i) {
         T* fr = pf + i * n;
         T* gr = pg + i * n;
 #pragma GCC ivdep
@@ -247,15 +248,15 @@ void bias_gelu_forward(const Mat<T>& f, const Mat<T>& g, const ConstVec<T>& b) {
           fr[j] = v;
           gr[j] = T(0.5) * v * (T(1) + gelu_erf(v * T(0.70710678118654752440)));
         }
-      });
+      }, 16);
 }
 
 template <class T>
 void softmax_forward(const Mat<T>& y, const ConstMat<T>& x) {
   ScopedRegion region("attnphys::softmax_forward");
   const long m = x.extent(0), n = x.extent(1);
-  Kokkos::parallel_for(
-      "attnphys::softmax_forward", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(long i) {
+  attnphys::parallel_for(
+      "attnphys::softmax_forward", m, KOKKOS_LAMBDA(long i) {
         T mx = x(i, 0);
         for (long j = 1; j < n; ++j) mx = x(i, j) > mx ? x(i, j) : mx;
         T s = 0;
@@ -266,19 +267,19 @@ void softmax_forward(const Mat<T>& y, const ConstMat<T>& x) {
         }
         const T inv = T(1) / s;
         for (long j = 0; j < n; ++j) y(i, j) *= inv;
-      });
+      }, 16);
 }
 
 template <class T>
 void softmax_backward(const Mat<T>& dx, const ConstMat<T>& dy, const ConstMat<T>& y) {
   ScopedRegion region("attnphys::softmax_backward");
   const long m = y.extent(0), n = y.extent(1);
-  Kokkos::parallel_for(
-      "attnphys::softmax_backward", Kokkos::RangePolicy<ExecSpace>(0, m), KOKKOS_LAMBDA(long i) {
+  attnphys::parallel_for(
+      "attnphys::softmax_backward", m, KOKKOS_LAMBDA(long i) {
         T dot = 0;
         for (long j = 0; j < n; ++j) dot += dy(i, j) * y(i, j);
         for (long j = 0; j < n; ++j) dx(i, j) = y(i, j) * (dy(i, j) - dot);
-      });
+      }, 16);
 }
 
 template <class T>
@@ -287,9 +288,9 @@ void residual_forward(const Mat<T>& y, const ConstMat<T>& a, const ConstMat<T>& 
   T* py = y.data();
   const T* pa = a.data();
   const T* pb = b.data();
-  Kokkos::parallel_for(
-      "attnphys::residual_forward", Kokkos::RangePolicy<ExecSpace>(0, n),
-      KOKKOS_LAMBDA(long i) { py[i] = pa[i] + pb[i]; });
+  attnphys::parallel_for(
+      "attnphys::residual_forward", n,
+      KOKKOS_LAMBDA(long i) { py[i] = pa[i] + pb[i]; }, 32768);
 }
 
 template <class T>
@@ -297,8 +298,8 @@ void add_inplace(const Mat<T>& y, const ConstMat<T>& x) {
   const long n = long(x.extent(0)) * long(x.extent(1));
   T* py = y.data();
   const T* px = x.data();
-  Kokkos::parallel_for(
-      "attnphys::add_inplace", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long i) { py[i] += px[i]; });
+  attnphys::parallel_for(
+      "attnphys::add_inplace", n, KOKKOS_LAMBDA(long i) { py[i] += px[i]; }, 32768);
 }
 
 #define ATTNPHYS_INSTANTIATE_LAYERS(T)                                                                          \

@@ -1,4 +1,5 @@
 #include "attnphys/operators/physics_attention.hpp"
+#include "attnphys/core/parallel.hpp"
 
 #include <string>
 
@@ -85,8 +86,8 @@ void physics_attention_forward(const Mat<T>& merged, PhysicsAttentionBuffers<T>&
     const auto logits = buf.logits, w = buf.w;
     const auto bias = p.b_slice;
     const auto log_tau = p.log_tau;
-    Kokkos::parallel_for(
-        "attnphys::physics_slice_softmax", Kokkos::RangePolicy<ExecSpace>(0, nbh * n), KOKKOS_LAMBDA(long r) {
+    attnphys::parallel_for(
+        "attnphys::physics_slice_softmax", nbh * n, KOKKOS_LAMBDA(long r) {
           const long bh = r / n, i = r % n, h = bh % heads;
           const T inv_tau = math::exp(-log_tau(h));
           T mx = Kokkos::reduction_identity<T>::max();
@@ -103,7 +104,7 @@ void physics_attention_forward(const Mat<T>& merged, PhysicsAttentionBuffers<T>&
           }
           const T inv = T(1) / sum;
           for (long s = 0; s < m; ++s) w(bh, i, s) *= inv;
-        });
+        }, 64);
   }
   // den = Σ_i w (ones · w), z = wᵀ fx_h, then z /= den + N ε.
   batched_gemm('N', 'N', T(1), ConstMat3<T>(buf.ones.data(), 1, 1, n), c3(buf.w), T(0),
@@ -245,12 +246,12 @@ std::vector<T> physics_token_weights(const PhysicsAttentionBuffers<T>& buf, long
   View1<T> r("attnphys::physics_r", m), a("attnphys::physics_row", n);
   Kokkos::deep_copy(r, rh);
   const auto w = buf.w;
-  Kokkos::parallel_for(
-      "attnphys::physics_token_weights", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long j) {
+  attnphys::parallel_for(
+      "attnphys::physics_token_weights", n, KOKKOS_LAMBDA(long j) {
         T acc = 0;
         for (long s = 0; s < m; ++s) acc += r(s) * w(bh, j, s);
         a(j) = acc;
-      });
+      }, 1024);
   const auto ah = to_host(a);
   return std::vector<T>(ah.data(), ah.data() + n);
 }

@@ -11,7 +11,9 @@
 //
 // The body is called by const reference from the pool's threads (the functor is never copied there), so it may
 // capture Views by value as KOKKOS_LAMBDA does; it must not call into Kokkos (allocate, deep_copy, fence) or
-// throw. Reductions are not offered: a parallel sum would change the rounding with the thread count.
+// throw, and it must not rely on Kokkos atomics: a Serial-only Kokkos compiles them as plain read-modify-writes
+// (KOKKOS_ENABLE_SERIAL_ATOMICS), so a kernel with atomic_add stays on Kokkos::parallel_for. Reductions are not
+// offered: a parallel sum would change the rounding with the thread count.
 //
 // Thread count: ATTNPHYS_NUM_THREADS if set, else OpenBLAS' thread count (which follows OPENBLAS_NUM_THREADS /
 // OMP_NUM_THREADS), else the hardware's; divided by the MPI ranks of the job (ranks already use the cores).
