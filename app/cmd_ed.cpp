@@ -15,11 +15,7 @@ struct EdCliOptions {
   ed::EdOptions ed;
   void declare(OptionSet& s) {
     model.declare(s);
-    s.add("ed.n_states", &ed.n_states, "number of lowest eigenvalues", Range::at_least(1));
-    s.add("ed.tol", &ed.tol, "Lanczos residual tolerance", Range::positive());
-    s.add("ed.krylov_dim", &ed.krylov_dim, "Lanczos basis size before a restart (0: automatic)",
-          Range::non_negative());
-    s.add("ed.use_sz_sector", &ed.use_sz_sector, "restrict Sz-conserving models to the ground-state sector");
+    ed.declare(s);
   }
 };
 }  // namespace

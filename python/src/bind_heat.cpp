@@ -96,9 +96,9 @@ Array<double> solve_nonlinear_py(Array<double> u0, double t_end, double dx, cons
 heat::InitialConditionOptions ic_options(const std::string& kind, double length_scale, const std::string& spectrum,
                                          long modes, long max_wavenumber, double bump_width, double amplitude) {
   heat::InitialConditionOptions o;
-  o.kind = kind;
+  o.kind = heat::parse_ic_kind(kind);
   o.length_scale = length_scale;
-  o.spectrum = spectrum;
+  o.spectrum = heat::parse_grf_spectrum(spectrum);
   o.modes = modes;
   o.max_wavenumber = max_wavenumber;
   o.bump_width = bump_width;

@@ -35,7 +35,9 @@ void bind_spin(py::module_& m) {
   auto sp = m.def_submodule("spin", "spin chains: models, exact diagonalisation, local energies, RBM and VMC");
 
   const ChainModel dm;  // the keywords' defaults are the C++ model's
-  py::class_<ChainModel>(sp, "ChainModel", "a spin-chain model with MISSION.md's conventions")
+  const ed::EdOptions ed_defaults;
+  py::class_<ChainModel>(sp, "ChainModel",
+                         "a spin-chain model: tfim, xxz, heisenberg or j1j2 (the conventions of attnphys ed)")
       .def(py::init([](const std::string& model, int n, const std::string& bc, double J, double h, double delta,
                        double j2) {
              ChainModel c;
@@ -105,7 +107,8 @@ void bind_spin(py::module_& m) {
       d["vectors"] = vec;
     }
     return d;
-  }, py::arg("model"), py::arg("n_states") = 1, py::arg("want_vectors") = false, py::arg("use_sz_sector") = true,
+  }, py::arg("model"), py::arg("n_states") = ed_defaults.n_states, py::arg("want_vectors") = ed_defaults.want_vectors,
+     py::arg("use_sz_sector") = ed_defaults.use_sz_sector,
      "Lanczos ground state (and excitations) in the ground state's Sz sector");
 
   sp.def("connected", [](const ChainModel& c, const Array<double>& sigma) {

@@ -17,7 +17,7 @@ TEST(HeatInitialConditions, SampleDependsOnlyOnItsIndex) {
   auto p = make_problem(2, {12, 10, 1}, {0.1, 0.1, 1}, 1.0, "dirichlet");
   for (const char* kind : {"grf", "fourier", "bumps"}) {
     InitialConditionOptions o;
-    o.kind = kind;
+    o.kind = heat::parse_ic_kind(kind);
     View2<double> all("all", 10, 120), part("part", 3, 120);
     initial_conditions(p, o, 42, 0, all);
     initial_conditions(p, o, 42, 5, part);

@@ -444,7 +444,7 @@ TEST(HeatTraining3d, PairsFromA3dDatasetFileKeepTheirOrientationAndTrain) {
   o.seed = 2;
   o.progress = false;
   heat::InitialConditionOptions ic;
-  ic.kind = "grf";
+  ic.kind = heat::IcKind::Grf;
   ic.length_scale = 0.3;
   fd::HeatSolveOptions so;
   fd::write_heat_dataset(prob, ic, so, o, "");

@@ -39,7 +39,7 @@ heat::HeatProblem problem_1d(double kappa = 1.0, const std::string& bc = "period
 
 heat::InitialConditionOptions ic_grf() {
   heat::InitialConditionOptions ic;
-  ic.kind = "grf";
+  ic.kind = heat::IcKind::Grf;
   ic.length_scale = kLengthScale;
   return ic;
 }

@@ -7,20 +7,26 @@
 
 namespace attnphys::heat {
 
+IcKind parse_ic_kind(const std::string& name) {
+  if (auto k = find_enum<IcKind>(name)) return *k;
+  fail("unknown initial condition kind '", name, "': use ", enum_list<IcKind>());
+}
+
+GrfSpectrum parse_grf_spectrum(const std::string& name) {
+  if (auto s = find_enum<GrfSpectrum>(name)) return *s;
+  fail("unknown spectrum '", name, "': use ", enum_list<GrfSpectrum>());
+}
+
 void InitialConditionOptions::validate() const {
-  require(kind == "grf" || kind == "fourier" || kind == "bumps", "unknown initial condition kind '", kind,
-          "': use grf, fourier or bumps");
-  require(spectrum == "gaussian" || spectrum == "matern", "unknown spectrum '", spectrum,
-          "': use gaussian or matern");
   require(length_scale > 0 && std::isfinite(length_scale), "ic length_scale must be positive, got ", length_scale);
   require(modes >= 1 && max_wavenumber >= 1 && bump_width > 0 && nu > 0,
           "ic modes, max_wavenumber, bump_width and nu must be positive");
 }
 
 void InitialConditionOptions::declare(OptionSet& set, const std::string& section) {
-  set.add(section + ".kind", &kind, "random initial condition: grf, fourier or bumps", {"grf", "fourier", "bumps"});
+  set.add(section + ".kind", &kind, "random initial condition: grf, fourier or bumps");
   set.add(section + ".length_scale", &length_scale, "grf correlation length", Range::positive());
-  set.add(section + ".spectrum", &spectrum, "grf spectrum: gaussian or matern", {"gaussian", "matern"});
+  set.add(section + ".spectrum", &spectrum, "grf spectrum: gaussian or matern");
   set.add(section + ".nu", &nu, "grf matern smoothness", Range::positive());
   set.add(section + ".amplitude", &amplitude, "overall scale of the fields", Range::non_negative());
   set.add(section + ".modes", &modes, "fourier: number of modes; bumps: number of bumps", Range::at_least(1));
@@ -32,8 +38,8 @@ void InitialConditionOptions::declare(OptionSet& set, const std::string& section
 double InitialConditionOptions::typical_wavenumber(const HeatProblem& p) const {
   double lmin = p.grid.length(0);
   for (int a = 1; a < p.grid.dim; ++a) lmin = std::min(lmin, p.grid.length(a));
-  if (kind == "grf") return 1.0 / length_scale;
-  if (kind == "fourier") return 2 * M_PI * max_wavenumber / lmin;
+  if (kind == IcKind::Grf) return 1.0 / length_scale;
+  if (kind == IcKind::Fourier) return 2 * M_PI * max_wavenumber / lmin;
   return 1.0 / bump_width;
 }
 
@@ -78,20 +84,20 @@ void initial_conditions(const HeatProblem& p, const InitialConditionOptions& o, 
   const double Lx = L[0], Ly = L[1], Lz = L[2], hx = h[0], hy = h[1], hz = h[2];
   const double x0x = x0[0], x0y = x0[1], x0z = x0[2];
   const double amp = o.amplitude;
-  if (o.kind == "grf") {
+  if (o.kind == IcKind::Grf) {
     // Mode range per axis: up to where the spectrum has fallen by 1e-8 (gaussian), capped at Nyquist.
     long M[3] = {0, 0, 0};
     for (int a = 0; a < dim; ++a) {
       const long nyq = p.grid.n[a] / 2;
       long m = nyq;
-      if (o.spectrum == "gaussian")
+      if (o.spectrum == GrfSpectrum::Gaussian)
         m = std::min(nyq, long(std::ceil(std::sqrt(2 * std::log(1e8)) / o.length_scale * L[a] / (2 * M_PI))));
       M[a] = std::max(1L, m);
     }
     const long mx = 2 * M[0] + 1, my = 2 * M[1] + 1, mz = 2 * M[2] + 1, modes = mx * my * mz;
     const long Mx = M[0], My = M[1], Mz = M[2];
     View1<double> weight("attnphys::grf_weight", modes);
-    const bool gauss = o.spectrum == "gaussian";
+    const bool gauss = o.spectrum == GrfSpectrum::Gaussian;
     const double ell = o.length_scale, expo = -(o.nu + 0.5 * dim);
     Kokkos::parallel_for(
         "attnphys::grf_spectrum", Kokkos::RangePolicy<ExecSpace>(0, modes), KOKKOS_LAMBDA(const long q) {
@@ -161,7 +167,7 @@ void initial_conditions(const HeatProblem& p, const InitialConditionOptions& o, 
     return;
   }
   const long K = o.modes, kmax = o.max_wavenumber;
-  const bool fourier = o.kind == "fourier";
+  const bool fourier = o.kind == IcKind::Fourier;
   const double width = o.bump_width, scale = amp / std::sqrt(double(K));
   const bool px = per[0], py = per[1], pz = per[2];
   Kokkos::parallel_for(

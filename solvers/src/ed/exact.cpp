@@ -183,6 +183,13 @@ double tfim_energy_periodic(int n, double J, double h) {
   return best;
 }
 
+void EdOptions::declare(OptionSet& s, const std::string& p) {
+  s.add(p + ".n_states", &n_states, "number of lowest eigenvalues", Range::at_least(1));
+  s.add(p + ".tol", &tol, "Lanczos residual tolerance", Range::positive());
+  s.add(p + ".krylov_dim", &krylov_dim, "Lanczos basis size before a restart (0: automatic)", Range::non_negative());
+  s.add(p + ".use_sz_sector", &use_sz_sector, "restrict Sz-conserving models to the ground-state sector");
+}
+
 std::optional<double> reference_energy(const spin::ChainModel& m) {
   m.validate();
   if (m.model == spin::ModelKind::Tfim)

@@ -163,7 +163,7 @@ View2<double> grid_coordinates(const HeatDataOptions& o, long np) {
 // sample i depends only on (seed, i), and the same physical field is sampled on any grid.
 View2<double> make_initial_fields(const HeatDataOptions& o, long first, long count, long np) {
   heat::InitialConditionOptions ic;
-  ic.kind = "grf";
+  ic.kind = heat::IcKind::Grf;
   ic.length_scale = o.length_scale;
   View2<double> u("attnphys::initial_fields", count, points_of(o.dim, np));
   heat::initial_conditions(o.problem(np), ic, std::uint64_t(o.seed), first, u);

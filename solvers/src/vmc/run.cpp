@@ -11,7 +11,7 @@
 namespace attnphys::vmc {
 
 VmcRunConfig::VmcRunConfig() {
-  // Defaults measured to reach the accuracy on N = 20 chains within minutes on 2 cores (README).
+  // Defaults that reach the README's VMC accuracy on N = 20 chains within minutes on 2 cores.
   vmc.sampler.n_chains = 64;
   vmc.sampler.n_samples = 1024;
   vmc.sampler.n_discard = 16;

@@ -22,10 +22,34 @@
 
 namespace attnphys::heat {
 
+enum class IcKind { Grf, Fourier, Bumps };
+enum class GrfSpectrum { Gaussian, Matern };
+
+}  // namespace attnphys::heat
+
+namespace attnphys {
+template <>
+struct EnumNames<heat::IcKind> {
+  static constexpr EnumName<heat::IcKind> values[] = {
+      {heat::IcKind::Grf, "grf"}, {heat::IcKind::Fourier, "fourier"}, {heat::IcKind::Bumps, "bumps"}};
+};
+template <>
+struct EnumNames<heat::GrfSpectrum> {
+  static constexpr EnumName<heat::GrfSpectrum> values[] = {{heat::GrfSpectrum::Gaussian, "gaussian"},
+                                                           {heat::GrfSpectrum::Matern, "matern"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::heat {
+
+// The names as config files and Python spell them ("unknown initial condition kind 'x': use grf, fourier, bumps").
+IcKind parse_ic_kind(const std::string& name);
+GrfSpectrum parse_grf_spectrum(const std::string& name);
+
 struct InitialConditionOptions {
-  std::string kind = "grf";           // grf | fourier | bumps
+  IcKind kind = IcKind::Grf;
   double length_scale = 0.1;          // grf: correlation length ℓ (same units as the grid)
-  std::string spectrum = "gaussian";  // grf: gaussian | matern
+  GrfSpectrum spectrum = GrfSpectrum::Gaussian;
   double nu = 1.5;                    // grf matern smoothness
   double amplitude = 1.0;             // overall scale
   long modes = 6;                     // fourier: number of modes; bumps: number of bumps

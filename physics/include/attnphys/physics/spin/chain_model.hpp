@@ -1,6 +1,6 @@
 #pragma once
 // The spin-chain models of attnphys, named the same way by `attnphys ed`, `attnphys dmrg`, `attnphys vmc` and the
-// Python API. Conventions (shared/MISSION.md):
+// Python API. Conventions:
 //   tfim:        H = -J Σ Z_i Z_{i+1} - h Σ X_i            (Pauli matrices; critical at h = J)
 //   xxz:         H =  J Σ (Sx Sx + Sy Sy + Δ Sz Sz)        (spin-1/2 operators S = σ/2)
 //   heisenberg:  xxz with Δ = 1

@@ -3,7 +3,7 @@
 //   ZZTerm        coef · σ_i σ_j                    (diagonal)
 //   ExchangeTerm  coef · (|..↑_i..↓_j..⟩⟨..↓_i..↑_j..| + h.c.): swaps two antiparallel spins, element coef
 //   FlipTerm      coef · σ^x_i                      (flips one spin, element coef)
-// Built from a ChainModel with MISSION.md's conventions: TFIM zz = −J, flip = −h; XXZ with S = σ/2 gives
+// Built from a ChainModel with its conventions (chain_model.hpp): TFIM zz = −J, flip = −h; XXZ with S = σ/2 gives
 // zz = JΔ/4 and exchange = J/2 (S^x S^x + S^y S^y = (S^+S^- + S^-S^+)/2); J1-J2 is XXZ with Δ = 1 on both ranges.
 //
 // connected_configs() produces, for a batch of configurations on the device, every configuration connected to each

@@ -1,10 +1,11 @@
 #pragma once
 // Exact diagonalisation of spin chains (Lanczos in the S^z sector of the ground state when H conserves S^z), and
-// the closed-form reference energies of MISSION.md.
+// the closed-form reference energies (free-fermion TFIM, Majumdar-Ghosh point of the J1-J2 chain).
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "attnphys/core/options.hpp"
 #include "attnphys/physics/spin/hamiltonian.hpp"
 #include "attnphys/solvers/ed/lanczos.hpp"
 
@@ -41,6 +42,9 @@ struct EdOptions {
   // In the full space, work in the eigenspace of the global spin flip that holds the ground state when the
   // Perron-Frobenius theorem says which (all flip terms of one sign, no exchange terms): halves the dimension.
   bool use_flip_parity = true;
+
+  // The [ed] keys of `attnphys ed` (n_states, tol, krylov_dim, use_sz_sector).
+  void declare(OptionSet& set, const std::string& section = "ed");
 };
 
 struct EdResult {
