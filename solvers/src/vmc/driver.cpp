@@ -1,4 +1,5 @@
 #include "attnphys/solvers/vmc/driver.hpp"
+#include "attnphys/core/parallel.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -291,8 +292,8 @@ VmcStep VmcDriver<T>::step() {
     const auto p = buf.params();
     const auto d = delta_;
     const T lr = T(opt_.lr);
-    Kokkos::parallel_for(
-        "attnphys::vmc_update", Kokkos::RangePolicy<ExecSpace>(0, P), KOKKOS_LAMBDA(const long k) { p(k) -= lr * d(k); });
+    attnphys::parallel_for(
+        "attnphys::vmc_update", P, KOKKOS_LAMBDA(const long k) { p(k) -= lr * d(k); }, 4096);
   }
   if (sampler_) sampler_->refresh();
   out.update_seconds = lap();

@@ -1,4 +1,5 @@
 #include "attnphys/solvers/vmc/local_energy.hpp"
+#include "attnphys/core/parallel.hpp"
 
 namespace attnphys::vmc {
 
@@ -63,12 +64,12 @@ void local_energy(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const V
     const View2<T> el = w.grown(w.el, nb, K);
     spin::connected_configs<T>(H, s, conn, el);
     const View1<long> count = w.grown(w.count, nb + 1), offset = w.grown(w.offset, nb + 1);
-    Kokkos::parallel_for(
-        "attnphys::local_energy_count", Kokkos::RangePolicy<ExecSpace>(0, nb), KOKKOS_LAMBDA(const long b) {
+    attnphys::parallel_for(
+        "attnphys::local_energy_count", nb, KOKKOS_LAMBDA(const long b) {
           long c = 0;
           for (int k = 1; k < K; ++k) c += el(b, k) != T(0);
           count(b) = c;
-        });
+        }, 64);
     Kokkos::parallel_scan(
         "attnphys::local_energy_scan", Kokkos::RangePolicy<ExecSpace>(0, nb + 1),
         KOKKOS_LAMBDA(const long b, long& update, const bool final) {
@@ -80,8 +81,8 @@ void local_energy(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const V
     const View2<T> flat = w.grown(w.flat, total, N);
     const View1<T> flat_el = w.grown(w.flat_el, total);
     const View1<long> flat_parent = w.grown(w.flat_parent, total);
-    Kokkos::parallel_for(
-        "attnphys::local_energy_pack", Kokkos::RangePolicy<ExecSpace>(0, nb), KOKKOS_LAMBDA(const long b) {
+    attnphys::parallel_for(
+        "attnphys::local_energy_pack", nb, KOKKOS_LAMBDA(const long b) {
           long p = offset(b);
           for (int k = 1; k < K; ++k) {
             if (el(b, k) == T(0)) continue;
@@ -90,7 +91,7 @@ void local_energy(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const V
             flat_parent(p) = b;
             ++p;
           }
-        });
+        }, 64);
     const View1<T> fre = w.grown(w.fre, total), fim = w.grown(w.fim, total);
     if (inc) {
       inc->set_low_precision(false);
@@ -102,8 +103,8 @@ void local_energy(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const V
         model.log_psi(Kokkos::subview(flat, r, Kokkos::ALL()), Kokkos::subview(fre, r), Kokkos::subview(fim, r));
       }
     }
-    Kokkos::parallel_for(
-        "attnphys::local_energy_sum", Kokkos::RangePolicy<ExecSpace>(0, nb), KOKKOS_LAMBDA(const long b) {
+    attnphys::parallel_for(
+        "attnphys::local_energy_sum", nb, KOKKOS_LAMBDA(const long b) {
           double er = double(el(b, 0)), ei = 0;
           const double r0 = lp_re(b0 + b), i0 = lp_im(b0 + b);
           for (long p = offset(b); p < offset(b + 1); ++p) {
@@ -113,7 +114,7 @@ void local_energy(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, const V
           }
           el_re(b0 + b) = T(er);
           el_im(b0 + b) = T(ei);
-        });
+        }, 64);
   }
 }
 

@@ -1,4 +1,5 @@
 #include "attnphys/solvers/vmc/mps_ansatz.hpp"
+#include "attnphys/core/parallel.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -135,8 +136,8 @@ void MpsAnsatz<T>::log_psi(const View2<const T>& sigma, const View1<T>& re, cons
   const auto off = offset_dev_;
   const auto th = params_.params();
   const auto w = work_;
-  Kokkos::parallel_for(
-      "attnphys::mps_ansatz_log_psi", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const long b) {
+  attnphys::parallel_for(
+      "attnphys::mps_ansatz_log_psi", B, KOKKOS_LAMBDA(const long b) {
         double* P = &w(b, 0);
         double* Q = &w(b, stride);
         for (int k = 0; k < D0 * D0; ++k) P[k] = (k / D0 == k % D0) ? 1.0 : 0.0;
@@ -177,7 +178,7 @@ void MpsAnsatz<T>::log_psi(const View2<const T>& sigma, const View1<T>& re, cons
           re(b) = T(math::log(math::abs(tr)) + log_scale);
           im(b) = T(3.14159265358979323846 * double((parity + (tr < 0 ? 1 : 0)) % 2));
         }
-      });
+      }, 4);
 }
 
 template <class T>
@@ -198,8 +199,8 @@ void MpsAnsatz<T>::log_psi_gradients(const View2<const T>& sigma, const View2<T>
   const auto th = params_.params();
   const auto w = work_;
   const auto L = left_;
-  Kokkos::parallel_for(
-      "attnphys::mps_ansatz_gradients", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const long b) {
+  attnphys::parallel_for(
+      "attnphys::mps_ansatz_gradients", B, KOKKOS_LAMBDA(const long b) {
         // Left products P_i (D0 x D_i), each rescaled to largest entry 1 (the scales cancel in O).
         double* P0 = &L(b, 0, 0);
         for (int k = 0; k < D0 * D0; ++k) P0[k] = (k / D0 == k % D0) ? 1.0 : 0.0;
@@ -258,7 +259,7 @@ void MpsAnsatz<T>::log_psi_gradients(const View2<const T>& sigma, const View2<T>
           R = Rt;
           Rt = t;
         }
-      });
+      }, 4);
 }
 
 template class MpsAnsatz<float>;

@@ -1,4 +1,5 @@
 #include "attnphys/solvers/vmc/rbm.hpp"
+#include "attnphys/core/parallel.hpp"
 
 #include <cmath>
 
@@ -68,8 +69,8 @@ void Rbm<T>::log_psi(const View2<const T>& sigma, const View1<T>& re, const View
   const auto ai = t_.a_im;
   const auto tr = th_re_, ti = th_im_;
   const int n = n_, m = m_;
-  Kokkos::parallel_for(
-      "attnphys::rbm_log_psi", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const long b) {
+  attnphys::parallel_for(
+      "attnphys::rbm_log_psi", B, KOKKOS_LAMBDA(const long b) {
         double r = 0, i = 0;
         for (int j = 0; j < m; ++j) {
           double lr, li;
@@ -84,7 +85,7 @@ void Rbm<T>::log_psi(const View2<const T>& sigma, const View1<T>& re, const View
           }
         re(b) = T(r);
         im(b) = T(i);
-      });
+      }, 16);
 }
 
 template <class T>
@@ -151,14 +152,14 @@ void TableAnsatz<T>::log_psi(const View2<const T>& sigma, const View1<T>& re, co
   const auto th = params_.params();
   const int n = n_;
   const long D = 1L << n;
-  Kokkos::parallel_for(
-      "attnphys::table_log_psi", Kokkos::RangePolicy<ExecSpace>(0, sigma.extent(0)), KOKKOS_LAMBDA(const long b) {
+  attnphys::parallel_for(
+      "attnphys::table_log_psi", sigma.extent(0), KOKKOS_LAMBDA(const long b) {
         long idx = 0;
         for (int s = 0; s < n; ++s)
           if (sigma(b, s) > T(0)) idx |= 1L << s;
         re(b) = th(idx);
         im(b) = th(D + idx);
-      });
+      }, 64);
 }
 
 template <class T>
@@ -172,14 +173,14 @@ void TableAnsatz<T>::log_psi_gradients(const View2<const T>& sigma, const View2<
   Kokkos::deep_copy(o_im, T(0));
   const int n = n_;
   const long D = 1L << n;
-  Kokkos::parallel_for(
-      "attnphys::table_gradients", Kokkos::RangePolicy<ExecSpace>(0, sigma.extent(0)), KOKKOS_LAMBDA(const long b) {
+  attnphys::parallel_for(
+      "attnphys::table_gradients", sigma.extent(0), KOKKOS_LAMBDA(const long b) {
         long idx = 0;
         for (int s = 0; s < n; ++s)
           if (sigma(b, s) > T(0)) idx |= 1L << s;
         o_re(b, idx) = T(1);
         o_im(b, D + idx) = T(1);
-      });
+      }, 16);
 }
 
 template class Rbm<float>;

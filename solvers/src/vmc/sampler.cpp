@@ -1,4 +1,5 @@
 #include "attnphys/solvers/vmc/sampler.hpp"
+#include "attnphys/core/parallel.hpp"
 
 #include <cstdlib>
 
@@ -62,8 +63,8 @@ MetropolisSampler<T>::MetropolisSampler(LogPsiModel<T>& model, const SamplerOpti
   identity_ = View1<long>("attnphys::mc_identity", C);
   {
     const auto id = identity_;
-    Kokkos::parallel_for(
-        "attnphys::mc_identity", Kokkos::RangePolicy<ExecSpace>(0, C), KOKKOS_LAMBDA(const long c) { id(c) = c; });
+    attnphys::parallel_for(
+        "attnphys::mc_identity", C, KOKKOS_LAMBDA(const long c) { id(c) = c; }, 256);
   }
   if (auto* inc = dynamic_cast<IncrementalLogPsi<T>*>(&model); inc && inc->incremental_enabled()) inc_ = inc;
   if (move_ == SamplerMove::Exchange) {
@@ -100,8 +101,8 @@ void MetropolisSampler<T>::reset() {
   const bool fixed = opt_.fixed_sz;
   const int n_up = (n + opt_.two_sz) / 2;
   const std::uint64_t seed = std::uint64_t(opt_.seed);
-  Kokkos::parallel_for(
-      "attnphys::mc_reset", Kokkos::RangePolicy<ExecSpace>(0, st.extent(0)), KOKKOS_LAMBDA(const long c) {
+  attnphys::parallel_for(
+      "attnphys::mc_reset", st.extent(0), KOKKOS_LAMBDA(const long c) {
         CounterRng r(seed ^ 0x5EEDULL, c, 0);
         if (fixed) {  // n_up ups, then a Fisher-Yates shuffle of the row
           for (int i = 0; i < n; ++i) st(c, i) = i < n_up ? T(1) : T(-1);
@@ -114,7 +115,7 @@ void MetropolisSampler<T>::reset() {
         } else {
           for (int i = 0; i < n; ++i) st(c, i) = r.uniform() < 0.5 ? T(1) : T(-1);
         }
-      });
+      }, 256);
   model_.log_psi(state_, lp_re_, lp_im_);
   step_ = 0;
   fresh_ = true;
@@ -169,8 +170,8 @@ void MetropolisSampler<T>::step() {
   const bool all_pairs = exchange && n_pairs == long(n) * (n - 1) / 2;
   const double p_global = opt_.global_flip;
   const std::uint64_t seed = std::uint64_t(opt_.seed), start = 16 * step_;
-  Kokkos::parallel_for(
-      "attnphys::mc_propose", Kokkos::RangePolicy<ExecSpace>(0, C), KOKKOS_LAMBDA(const long c) {
+  attnphys::parallel_for(
+      "attnphys::mc_propose", C, KOKKOS_LAMBDA(const long c) {
         CounterRng r(seed, c, start);
         for (int i = 0; i < n; ++i) pr(c, i) = st(c, i);
         lh(c) = T(0);
@@ -217,7 +218,7 @@ void MetropolisSampler<T>::step() {
           const int i = int(r.below(n));
           pr(c, i) = -pr(c, i);
         }
-      });
+      }, 64);
   if (inc_) {
     if (!ref_valid_) {
       low_ = inc_->set_low_precision(opt_.float32);
@@ -230,8 +231,8 @@ void MetropolisSampler<T>::step() {
   }
   const auto lr = lp_re_, li = lp_im_, nr = new_re_, ni = new_im_;
   const auto acc = accepted_, take = take_;
-  Kokkos::parallel_for(
-      "attnphys::mc_accept", Kokkos::RangePolicy<ExecSpace>(0, C), KOKKOS_LAMBDA(const long c) {
+  attnphys::parallel_for(
+      "attnphys::mc_accept", C, KOKKOS_LAMBDA(const long c) {
         CounterRng r(seed, c, start + 8);
         const double log_a = 2.0 * (double(nr(c)) - double(lr(c))) + double(lh(c));
         take(c) = 0;
@@ -242,7 +243,7 @@ void MetropolisSampler<T>::step() {
           acc(c) += 1;
           take(c) = 1;
         }
-      });
+      }, 64);
   if (inc_) inc_->update_reference(take_);
   ++step_;
   proposed_ += C;

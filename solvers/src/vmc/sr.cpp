@@ -1,4 +1,5 @@
 #include "attnphys/solvers/vmc/sr.hpp"
+#include "attnphys/core/parallel.hpp"
 
 #include <Eigen/Dense>
 #include <cmath>
@@ -156,8 +157,8 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
   // Column means ⟨O_k⟩ (summed over m in order, in double), then X row by row (contiguous in k).
   const auto mean_re = work.mean_re, mean_im = work.mean_im;
   constexpr long kCols = 32;  // columns per work item: rows are read contiguously, summed in order m = 0..M-1
-  Kokkos::parallel_for(
-      "attnphys::sr_mean_o", Kokkos::RangePolicy<ExecSpace>(0, (P + kCols - 1) / kCols), KOKKOS_LAMBDA(const long q) {
+  attnphys::parallel_for(
+      "attnphys::sr_mean_o", (P + kCols - 1) / kCols, KOKKOS_LAMBDA(const long q) {
         const long k0 = q * kCols, k1 = k0 + kCols < P ? k0 + kCols : P;
         for (long k = k0; k < k1; ++k) {
           mean_re(k) = 0;
@@ -168,7 +169,7 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
             mean_re(k) += double(o_re(m, k));
             mean_im(k) += double(o_im(m, k));
           }
-      });
+      }, 64);
   Kokkos::parallel_for(
       "attnphys::sr_center", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {M, P}),
       KOKKOS_LAMBDA(const long m, const long k) {
@@ -184,11 +185,11 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
       KOKKOS_LAMBDA(const long m, double& a) { a += double(e_im(m)); }, ei);
   er /= M;
   ei /= M;
-  Kokkos::parallel_for(
-      "attnphys::sr_eps", Kokkos::RangePolicy<ExecSpace>(0, M), KOKKOS_LAMBDA(const long m) {
+  attnphys::parallel_for(
+      "attnphys::sr_eps", M, KOKKOS_LAMBDA(const long m) {
         eps(m, 0) = T((double(e_re(m)) - er) * inv_sqrt_m);
         eps(M + m, 0) = T((double(e_im(m)) - ei) * inv_sqrt_m);
-      });
+      }, 4096);
   const auto F = work.F;
   gemm('T', 'N', T(1), X, eps, T(0), F);
   {

@@ -1,4 +1,5 @@
 #include "attnphys/solvers/vmc/transformer.hpp"
+#include "attnphys/core/parallel.hpp"
 
 #include <cmath>
 #include <type_traits>
@@ -208,8 +209,8 @@ void TransformerAnsatz<T>::readout_pooled(long rows) {
   const auto cr = out_.c_re, ci = out_.c_im;
   const auto tr = theta_re_, ti = theta_im_;
   const auto lr = lp_re_, li = lp_im_;
-  Kokkos::parallel_for(
-      "attnphys::vit_log_cosh", Kokkos::RangePolicy<ExecSpace>(0, rows), KOKKOS_LAMBDA(const long r) {
+  attnphys::parallel_for(
+      "attnphys::vit_log_cosh", rows, KOKKOS_LAMBDA(const long r) {
         detail::LogCoshSum acc;
         for (long k = 0; k < K; ++k) {
           tr(r, k) += cr(k);
@@ -220,15 +221,15 @@ void TransformerAnsatz<T>::readout_pooled(long rows) {
         acc.finish(a, c);
         lr(r) = T(a);
         li(r) = T(c);
-      });
+      }, 64);
 }
 
 template <class T>
 void TransformerAnsatz<T>::combine(long B, const View1<T>& re, const View1<T>& im) {
   const long S = shifts_;
   const auto lr = lp_re_, li = lp_im_, wr = w_re_, wi = w_im_;
-  Kokkos::parallel_for(
-      "attnphys::vit_combine", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const long b) {
+  attnphys::parallel_for(
+      "attnphys::vit_combine", B, KOKKOS_LAMBDA(const long b) {
         // log Σ_s exp(lp_s) − log S, and the weights w_s = exp(lp_s − log ψ_sum) = ∂ log ψ / ∂ lp_s.
         double m = double(lr(b * S));
         for (long s = 1; s < S; ++s) m = math::fmax(m, double(lr(b * S + s)));
@@ -254,7 +255,7 @@ void TransformerAnsatz<T>::combine(long B, const View1<T>& re, const View1<T>& i
         }
         re(b) = T(out_re);
         im(b) = T(out_im);
-      });
+      }, 256);
 }
 
 namespace {
@@ -262,12 +263,12 @@ namespace {
 template <class T>
 void add_marshall_phase(const View2<const T>& sigma, const View1<T>& im) {
   const long n = sigma.extent(1);
-  Kokkos::parallel_for(
-      "attnphys::vit_marshall", Kokkos::RangePolicy<ExecSpace>(0, sigma.extent(0)), KOKKOS_LAMBDA(const long b) {
+  attnphys::parallel_for(
+      "attnphys::vit_marshall", sigma.extent(0), KOKKOS_LAMBDA(const long b) {
         long ups = 0;
         for (long i = 0; i < n; i += 2) ups += sigma(b, i) > T(0) ? 1 : 0;
         im(b) += T(3.14159265358979323846 * double(ups % 2));
-      });
+      }, 256);
 }
 }  // namespace
 
@@ -469,8 +470,8 @@ void TransformerAnsatz<T>::gradients_chunk(const View2<const T>& sigma, long lo,
     const T* gam = fnorm ? param_ptr(enc_off_.norm_w) : nullptr;
     const long o_g = fnorm ? enc_off_.norm_w : 0;
     const long o_b = fnorm ? enc_off_.norm_b : 0;
-    Kokkos::parallel_for(
-        "attnphys::vit_bw_final", Kokkos::RangePolicy<ExecSpace>(0, count), KOKKOS_LAMBDA(const long b) {
+    attnphys::parallel_for(
+        "attnphys::vit_bw_final", count, KOKKOS_LAMBDA(const long b) {
           for (int part = 0; part < 2; ++part) {
             T* orow = part == 0 ? ore + (lo + b) * ld_o : oim + (lo + b) * ld_i;
             for (long q = 0; q < cnt; ++q) orow[off + q] = T(0);
@@ -538,8 +539,8 @@ void TransformerAnsatz<T>::gradients_chunk(const View2<const T>& sigma, long lo,
             "transformer gradients: the factored attention cache has an unexpected layout");
     const bool periodic = periodic_;
     const long max_len = eo.max_len;
-    Kokkos::parallel_for(
-        "attnphys::vit_bw_block", Kokkos::RangePolicy<ExecSpace>(0, count), KOKKOS_LAMBDA(const long b) {
+    attnphys::parallel_for(
+        "attnphys::vit_bw_block", count, KOKKOS_LAMBDA(const long b) {
           for (int part = 0; part < 2; ++part) {
             T* orow = part == 0 ? ore + (lo + b) * ld_o : oim + (lo + b) * ld_i;
             const long t0 = b * per;
@@ -601,8 +602,8 @@ void TransformerAnsatz<T>::gradients_chunk(const View2<const T>& sigma, long lo,
     const long o_We = enc_off_.embed_w, o_be = enc_off_.embed_b;
     const long o_pe = pos ? enc_off_.pos : 0;
     const T* tok = tokens_.data();
-    Kokkos::parallel_for(
-        "attnphys::vit_bw_embed", Kokkos::RangePolicy<ExecSpace>(0, count), KOKKOS_LAMBDA(const long b) {
+    attnphys::parallel_for(
+        "attnphys::vit_bw_embed", count, KOKKOS_LAMBDA(const long b) {
           for (int part = 0; part < 2; ++part) {
             T* orow = part == 0 ? ore + (lo + b) * ld_o : oim + (lo + b) * ld_i;
             const long t0 = b * per;
@@ -677,11 +678,11 @@ void TransformerAnsatz<T>::log_psi_gradients(const View2<const T>& sigma, const 
       // part 0: O += w J_re = (wr + i wi) J_re;  part 1: O += w · i J_im = (−wi + i wr) J_im.
       const T cr = part == 0 ? T(hw_re(r)) : T(-hw_im(r));
       const T ci = part == 0 ? T(hw_im(r)) : T(hw_re(r));
-      Kokkos::parallel_for(
-          "attnphys::vit_accumulate", Kokkos::RangePolicy<ExecSpace>(0, cnt), KOKKOS_LAMBDA(const long q) {
+      attnphys::parallel_for(
+          "attnphys::vit_accumulate", cnt, KOKKOS_LAMBDA(const long q) {
             o_re(b, off + q) += cr * grads(q);
             o_im(b, off + q) += ci * grads(q);
-          });
+          }, 4096);
     }
   }
   Kokkos::deep_copy(grads, saved);
@@ -713,10 +714,10 @@ namespace {
 template <class A, class B>
 void convert_rows(const A& dst, const B& src) {  // dst = src elementwise (float <-> double), [R, N]
   const long n = src.extent(1);
-  Kokkos::parallel_for(
-      "attnphys::vit_convert", Kokkos::RangePolicy<ExecSpace>(0, src.extent(0)), KOKKOS_LAMBDA(const long r) {
+  attnphys::parallel_for(
+      "attnphys::vit_convert", src.extent(0), KOKKOS_LAMBDA(const long r) {
         for (long i = 0; i < n; ++i) dst(r, i) = typename A::value_type(src(r, i));
-      });
+      }, 4096);
 }
 }  // namespace
 
@@ -1005,11 +1006,11 @@ void TransformerAnsatz<T>::log_psi_from_reference(const View2<const T>& sigma, c
       convert_rows(f32_sigma_, sigma);
       f32_->log_psi_from_reference(f32_sigma_, parent, f32_re_, f32_im_);
       const auto fr = f32_re_, fi = f32_im_;
-      Kokkos::parallel_for(
-          "attnphys::vit_f32_out", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const long b) {
+      attnphys::parallel_for(
+          "attnphys::vit_f32_out", B, KOKKOS_LAMBDA(const long b) {
             re(b) = T(fr(b));
             im(b) = T(fi(b));
-          });
+          }, 256);
       return;
     }
   }
@@ -1088,8 +1089,8 @@ void TransformerAnsatz<T>::incremental_chunk(const View2<const T>& sigma, const 
   const long per = S * np;
   auto launch = [&](auto dw, auto fw) {
     constexpr int D = decltype(dw)::value, F = decltype(fw)::value;
-    Kokkos::parallel_for(
-        "attnphys::vit_incremental_rows", Kokkos::RangePolicy<ExecSpace>(0, rows), KOKKOS_LAMBDA(const long r) {
+    attnphys::parallel_for(
+        "attnphys::vit_incremental_rows", rows, KOKKOS_LAMBDA(const long r) {
           const long bb = r / S, s = r % S;
           T* x1 = keep ? kx + ((lo + bb) * per + s * np) * d : scr + r * width;
           T* w = scr + r * width + np * d;
@@ -1128,14 +1129,14 @@ void TransformerAnsatz<T>::update_reference(const View1<const long>& take) {
   if (inc_keep_x1_) {
     const auto rsv = ref_sigma_, rxv = ref_x1_, isv = inc_sigma_, ix = inc_x1_;
     const auto parv = inc_parent_;
-    Kokkos::parallel_for(
-        "attnphys::vit_update_reference", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const long b) {
+    attnphys::parallel_for(
+        "attnphys::vit_update_reference", B, KOKKOS_LAMBDA(const long b) {
           if (take(b) == 0) return;
           const long p = parv(b);
           for (long i = 0; i < n; ++i) rsv(p, i) = isv(b, i);
           for (long q = 0; q < per; ++q)
             for (long i = 0; i < d; ++i) rxv(p * per + q, i) = ix(b * per + q, i);
-        });
+        }, 16);
     return;
   }
   const detail::IncrementalRows<T> k = incremental_rows();
@@ -1147,15 +1148,15 @@ void TransformerAnsatz<T>::update_reference(const View1<const long>& take) {
   T* const rx = ref_x1_.data();
   const T* is = inc_sigma_.data();
   const auto par = inc_parent_;
-  Kokkos::parallel_for(
-      "attnphys::vit_update_reference_x1", Kokkos::RangePolicy<ExecSpace>(0, B * S), KOKKOS_LAMBDA(const long r) {
+  attnphys::parallel_for(
+      "attnphys::vit_update_reference_x1", B * S, KOKKOS_LAMBDA(const long r) {
         const long b = r / S, s = r % S;
         if (take(b) == 0) return;
         T* x1 = scr + r * ld;
         k.template x1_row<0>(x1, x1 + np * d, is + b * n, par(b), s);
-      });
-  Kokkos::parallel_for(
-      "attnphys::vit_update_reference", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const long b) {
+      }, 16);
+  attnphys::parallel_for(
+      "attnphys::vit_update_reference", B, KOKKOS_LAMBDA(const long b) {
         if (take(b) == 0) return;
         const long p = par(b);
         for (long i = 0; i < n; ++i) rs[p * n + i] = is[b * n + i];
@@ -1164,7 +1165,7 @@ void TransformerAnsatz<T>::update_reference(const View1<const long>& take) {
           T* dst = rx + (p * S + s) * np * d;
           for (long q = 0; q < np * d; ++q) dst[q] = x1[q];
         }
-      });
+      }, 16);
 }
 
 template class TransformerAnsatz<float>;
