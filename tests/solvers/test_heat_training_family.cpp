@@ -238,7 +238,7 @@ TEST(HeatTrainingFamily, NonlinearPairsAreTheNonlinearSchemeAndKappaVariesThreef
   o.length_scale = 0.2;
   o.horizon_ftcs_steps = 4;
   o.reference_substeps = 8;
-  o.law.law = "quadratic";
+  o.law.law = heat::KappaLawChoice::Quadratic;
   o.law.kappa0 = 1.0;
   o.law.beta = 8.0;
   const HeatDataOptions d = resolve_heat_data(o);

@@ -39,16 +39,9 @@ struct FaceProfile {
 
 }  // namespace
 
-std::string to_string(KappaFamily k) {
-  switch (k) {
-    case KappaFamily::Constant: return "constant";
-    case KappaFamily::Piecewise: return "piecewise";
-    case KappaFamily::LogNormal: return "lognormal";
-  }
-  return "?";
-}
-std::string to_string(SourceFamily s) { return s == SourceFamily::Grf ? "grf" : "none"; }
-std::string to_string(BoundaryFamily b) { return b == BoundaryFamily::Random ? "random" : "zero"; }
+std::string to_string(KappaFamily k) { return enum_name(k); }
+std::string to_string(SourceFamily s) { return enum_name(s); }
+std::string to_string(BoundaryFamily b) { return enum_name(b); }
 
 HeatProblem HeatFamily::sample_problem(const HeatProblem& base, long index) const {
   require(index >= 0, "sample index must be >= 0, got ", index);
@@ -166,15 +159,11 @@ void HeatFamilyOptions::declare(OptionSet& set, const std::string& s) {
 
 HeatFamily HeatFamilyOptions::build(const HeatProblem& base, std::uint64_t seed) const {
   HeatFamily f;
-  if (kappa == "constant") f.kappa = KappaFamily::Constant;
-  else if (kappa == "piecewise") f.kappa = KappaFamily::Piecewise;
-  else if (kappa == "lognormal") f.kappa = KappaFamily::LogNormal;
+  if (auto k = find_enum<KappaFamily>(kappa)) f.kappa = *k;
   else fail("unknown family.kappa '", kappa, "': use constant, piecewise or lognormal");
-  if (source == "none") f.source = SourceFamily::None;
-  else if (source == "grf") f.source = SourceFamily::Grf;
+  if (auto s = find_enum<SourceFamily>(source)) f.source = *s;
   else fail("unknown family.source '", source, "': use none or grf");
-  if (boundary == "zero") f.boundary = BoundaryFamily::Zero;
-  else if (boundary == "random") f.boundary = BoundaryFamily::Random;
+  if (auto b = find_enum<BoundaryFamily>(boundary)) f.boundary = *b;
   else fail("unknown family.boundary '", boundary, "': use zero or random");
   f.kappa_lo = kappa_lo;
   f.kappa_hi = kappa_hi;

@@ -5,24 +5,14 @@
 namespace attnphys::heat {
 
 BcType parse_bc_type(const std::string& name) {
-  if (name == "periodic") return BcType::Periodic;
-  if (name == "dirichlet") return BcType::Dirichlet;
-  if (name == "neumann") return BcType::Neumann;
+  if (auto t = find_enum<BcType>(name)) return *t;
   fail("unknown boundary type '", name, "': use periodic, dirichlet or neumann");
 }
 
-std::string to_string(BcType t) {
-  switch (t) {
-    case BcType::Periodic: return "periodic";
-    case BcType::Dirichlet: return "dirichlet";
-    case BcType::Neumann: return "neumann";
-  }
-  return "?";
-}
+std::string to_string(BcType t) { return enum_name(t); }
 
 FaceMean parse_face_mean(const std::string& name) {
-  if (name == "harmonic") return FaceMean::Harmonic;
-  if (name == "arithmetic") return FaceMean::Arithmetic;
+  if (auto m = find_enum<FaceMean>(name)) return *m;
   fail("unknown face mean '", name, "': use harmonic or arithmetic");
 }
 

@@ -6,18 +6,11 @@
 namespace attnphys::heat {
 
 KappaKind parse_kappa_kind(const std::string& name) {
-  if (name == "quadratic") return KappaKind::Quadratic;
-  if (name == "table") return KappaKind::Table;
+  if (auto k = find_enum<KappaKind>(name)) return *k;
   fail("unknown diffusivity law '", name, "': use quadratic (kappa0 (1 + beta u^2)) or table");
 }
 
-std::string to_string(KappaKind k) {
-  switch (k) {
-    case KappaKind::Quadratic: return "quadratic";
-    case KappaKind::Table: return "table";
-  }
-  return "?";
-}
+std::string to_string(KappaKind k) { return enum_name(k); }
 
 KappaLaw KappaLaw::quadratic(double kappa0, double beta) {
   KappaLaw l;
@@ -129,7 +122,7 @@ std::string KappaLaw::describe() const {
 
 void KappaLawOptions::declare(OptionSet& set, const std::string& s) {
   set.add(s + ".law", &law, "nonlinear diffusivity kappa(u): none (linear), quadratic (kappa0 (1 + beta u^2)) or "
-          "table (piecewise linear through table_u, table_kappa)", {"none", "quadratic", "table"});
+          "table (piecewise linear through table_u, table_kappa)");
   set.add(s + ".kappa0", &kappa0, "quadratic law: kappa at u = 0", Range::positive());
   set.add(s + ".beta", &beta, "quadratic law: beta in kappa0 (1 + beta u^2)", Range::non_negative());
   set.add(s + ".table_u", &table_u, "table law: u values, strictly increasing (kappa is clamped outside them)");
@@ -138,8 +131,7 @@ void KappaLawOptions::declare(OptionSet& set, const std::string& s) {
 
 KappaLaw KappaLawOptions::build() const {
   require(enabled(), "nonlinear.law = none: there is no nonlinear diffusivity to build (check enabled() first)");
-  const KappaKind kind = parse_kappa_kind(law);
-  if (kind == KappaKind::Quadratic) {
+  if (law == KappaLawChoice::Quadratic) {
     require(table_u.empty() && table_kappa.empty(), "nonlinear.table_u / nonlinear.table_kappa are set but "
             "nonlinear.law = quadratic ignores them: set nonlinear.law = table or remove the table");
     return KappaLaw::quadratic(kappa0, beta);

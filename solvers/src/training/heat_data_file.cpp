@@ -347,8 +347,8 @@ HeatDataOptions resolve_heat_data(const HeatDataOptions& o_in) {
   HeatDataOptions o = o_in;
   if (o.family.kappa != "constant" || o.family.source != "none" || o.family.boundary != "zero" || o.law.enabled()) {
     o.family_note = "the [family] / [nonlinear] keys (" + o.family.kappa + " kappa, source " + o.family.source +
-                    ", boundary " + o.family.boundary + ", nonlinear " + o.law.law + ") describe generated pairs and "
-                    "are not used: data.file '" + o.file + "' holds the samples";
+                    ", boundary " + o.family.boundary + ", nonlinear " + enum_name(o.law.law) +
+                    ") describe generated pairs and are not used: data.file '" + o.file + "' holds the samples";
     o.family = heat::HeatFamilyOptions{};
     o.law = heat::KappaLawOptions{};
   }
@@ -367,8 +367,9 @@ HeatDataOptions resolve_heat_file(const HeatDataOptions& o) {
     if (r.n == 0) r.n = 32;
     if (o.law.enabled()) {
       o.law.build();  // checks the [nonlinear] keys
-      require(o.family.kappa == "constant", "nonlinear.law = ", o.law.law, " gives κ(u), which replaces a per-sample ",
-              "κ(x): set family.kappa = constant (sources and boundary data may still vary per sample)");
+      require(o.family.kappa == "constant", "nonlinear.law = ", enum_name(o.law.law),
+              " gives κ(u), which replaces a per-sample κ(x): set family.kappa = constant (sources and boundary data "
+              "may still vary per sample)");
     }
     const std::vector<std::string> drawn = o.family_channels();  // also checks the [family] keys
     if (o.generated_family()) o.family.build(o.problem(r.n), std::uint64_t(o.seed));

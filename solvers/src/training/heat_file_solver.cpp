@@ -161,8 +161,8 @@ HeatFileSolver::HeatFileSolver(const std::string& path, long first, long count) 
     for (int a = 0; a < dim_; ++a)
       require(base.grid.n[std::size_t(a)] == n[std::size_t(a)], "the config's grid has ", base.grid.n[std::size_t(a)],
               " cells along ", kAxis[a], ", the file ", n[std::size_t(a)]);
-    require(lo.enabled() == file_law, "the config's nonlinear.law = ", lo.law, " does not match nonlinear = ",
-            file_law ? 1 : 0);
+    require(lo.enabled() == file_law, "the config's nonlinear.law = ", enum_name(lo.law),
+            " does not match nonlinear = ", file_law ? 1 : 0);
     if (r.has_attr("/", "family"))
       require(r.attr_string("/", "family") == family.describe(), "its family '", family.describe(),
               "' is not the file's '", r.attr_string("/", "family"), "'");

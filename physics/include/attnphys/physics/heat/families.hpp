@@ -29,6 +29,29 @@ enum class KappaFamily { Constant, Piecewise, LogNormal };
 enum class SourceFamily { None, Grf };
 enum class BoundaryFamily { Zero, Random };
 
+}  // namespace attnphys::heat
+
+namespace attnphys {
+template <>
+struct EnumNames<heat::KappaFamily> {
+  static constexpr EnumName<heat::KappaFamily> values[] = {{heat::KappaFamily::Constant, "constant"},
+                                                           {heat::KappaFamily::Piecewise, "piecewise"},
+                                                           {heat::KappaFamily::LogNormal, "lognormal"}};
+};
+template <>
+struct EnumNames<heat::SourceFamily> {
+  static constexpr EnumName<heat::SourceFamily> values[] = {{heat::SourceFamily::None, "none"},
+                                                            {heat::SourceFamily::Grf, "grf"}};
+};
+template <>
+struct EnumNames<heat::BoundaryFamily> {
+  static constexpr EnumName<heat::BoundaryFamily> values[] = {{heat::BoundaryFamily::Zero, "zero"},
+                                                              {heat::BoundaryFamily::Random, "random"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::heat {
+
 struct HeatFamily {
   KappaFamily kappa = KappaFamily::Constant;
   double kappa_lo = 0.2, kappa_hi = 2.0;  // piecewise levels

@@ -22,11 +22,31 @@
 #include <functional>
 #include <string>
 
+#include "attnphys/core/options.hpp"
 #include "attnphys/core/views.hpp"
 
 namespace attnphys::heat {
 
 enum class BcType { Periodic, Dirichlet, Neumann };
+enum class FaceMean { Harmonic, Arithmetic };
+
+}  // namespace attnphys::heat
+
+namespace attnphys {
+template <>
+struct EnumNames<heat::BcType> {
+  static constexpr EnumName<heat::BcType> values[] = {
+      {heat::BcType::Periodic, "periodic"}, {heat::BcType::Dirichlet, "dirichlet"}, {heat::BcType::Neumann, "neumann"}};
+};
+template <>
+struct EnumNames<heat::FaceMean> {
+  static constexpr EnumName<heat::FaceMean> values[] = {{heat::FaceMean::Harmonic, "harmonic"},
+                                                        {heat::FaceMean::Arithmetic, "arithmetic"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::heat {
+
 // "periodic" | "dirichlet" | "neumann"; anything else is refused with the valid names.
 BcType parse_bc_type(const std::string& name);
 std::string to_string(BcType t);
@@ -52,7 +72,6 @@ struct BoundaryCondition {
   bool nonzero() const { return bool(fn) || value != 0.0; }
 };
 
-enum class FaceMean { Harmonic, Arithmetic };
 FaceMean parse_face_mean(const std::string& name);  // "harmonic" | "arithmetic"
 
 struct Grid {

@@ -19,6 +19,27 @@
 namespace attnphys::heat {
 
 enum class KappaKind { Quadratic, Table };
+// nonlinear.law: none (linear), or one of the kinds.
+enum class KappaLawChoice { None, Quadratic, Table };
+
+}  // namespace attnphys::heat
+
+namespace attnphys {
+template <>
+struct EnumNames<heat::KappaKind> {
+  static constexpr EnumName<heat::KappaKind> values[] = {{heat::KappaKind::Quadratic, "quadratic"},
+                                                         {heat::KappaKind::Table, "table"}};
+};
+template <>
+struct EnumNames<heat::KappaLawChoice> {
+  static constexpr EnumName<heat::KappaLawChoice> values[] = {{heat::KappaLawChoice::None, "none"},
+                                                              {heat::KappaLawChoice::Quadratic, "quadratic"},
+                                                              {heat::KappaLawChoice::Table, "table"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::heat {
+
 KappaKind parse_kappa_kind(const std::string& name);  // "quadratic" | "table"
 std::string to_string(KappaKind k);
 
@@ -80,13 +101,13 @@ struct KappaLaw {
 // nonlinear.beta, nonlinear.table_u, nonlinear.table_kappa. (The Picard solver's keys, nonlinear.picard_max etc.,
 // are declared by fd::NonlinearHeatOptions in the same section.)
 struct KappaLawOptions {
-  std::string law = "none";
+  KappaLawChoice law = KappaLawChoice::None;
   double kappa0 = 1.0;
   double beta = 0.0;
   std::vector<double> table_u, table_kappa;
 
   void declare(OptionSet& set, const std::string& section = "nonlinear");
-  bool enabled() const { return law != "none"; }
+  bool enabled() const { return law != KappaLawChoice::None; }
   // The validated law; refuses law = none (check enabled() first) and table keys given for a quadratic law.
   KappaLaw build() const;
 };
