@@ -15,6 +15,19 @@
 #include "cli_common.hpp"
 
 namespace attnphys::cli {
+enum class CompareMethod { Dmrg, VmcMps, Transformer };
+}  // namespace attnphys::cli
+
+namespace attnphys {
+template <>
+struct EnumNames<cli::CompareMethod> {
+  static constexpr EnumName<cli::CompareMethod> values[] = {{cli::CompareMethod::Dmrg, "dmrg"},
+                                                            {cli::CompareMethod::VmcMps, "vmc_mps"},
+                                                            {cli::CompareMethod::Transformer, "transformer"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::cli {
 
 namespace {
 struct CompareOptions {
@@ -32,7 +45,8 @@ struct CompareOptions {
 };
 
 struct Row {
-  std::string model, method, reference_source;
+  std::string model, reference_source;
+  CompareMethod method = CompareMethod::Dmrg;
   int n = 0, chi = 0;
   long n_parameters = 0, iterations = 0;
   double energy = 0, energy_error = 0, reference = 0, seconds = 0, step_seconds = 0;
@@ -85,8 +99,8 @@ void register_compare(CLI::App& app) {
   sub->add_option("--n", o->sizes, "chain lengths")->delimiter(',');
   sub->add_option("--dmrg-chi", o->dmrg_chi, "DMRG bond dimensions")->delimiter(',');
   sub->add_option("--vmc-chi", o->vmc_chi, "bond dimensions of the VMC MPS ansatz")->delimiter(',');
-  sub->add_option("--methods", o->methods, "dmrg, vmc_mps, transformer")
-      ->check(CLI::IsMember({"dmrg", "vmc_mps", "transformer"}))
+  sub->add_option("--methods", o->methods, enum_list<CompareMethod>())
+      ->check(CLI::IsMember(enum_names<CompareMethod>()))
       ->delimiter(',');
   sub->add_option("--iters", o->iters, "VMC iterations per run (MPS and transformer alike)");
   sub->add_option("--samples", o->samples, "VMC samples per iteration");
@@ -101,9 +115,9 @@ void register_compare(CLI::App& app) {
     std::vector<Row> rows;
     auto note = [&](const Row& r) {
       if (root)
-        std::cerr << "compare: " << r.model << " n=" << r.n << " " << r.method << " chi=" << r.chi << " params "
-                  << r.n_parameters << " E " << fmt(r.energy) << " rel.err " << fmt(r.relative_error(), 3) << " ("
-                  << format_seconds(r.seconds) << ")" << std::endl;
+        std::cerr << "compare: " << r.model << " n=" << r.n << " " << enum_name(r.method) << " chi=" << r.chi
+                  << " params " << r.n_parameters << " E " << fmt(r.energy) << " rel.err " << fmt(r.relative_error(), 3)
+                  << " (" << format_seconds(r.seconds) << ")" << std::endl;
     };
     for (const auto& name : o->models)
       for (int n : o->sizes) {
@@ -118,7 +132,7 @@ void register_compare(CLI::App& app) {
           src = msg("DMRG chi=", o->ref_chi);
         }
         if (root) std::cerr << "compare: " << m.describe() << " reference " << fmt(ref, 12) << " (" << src << ")\n";
-        auto base = [&](const std::string& method, int chi) {
+        auto base = [&](CompareMethod method, int chi) {
           Row r;
           r.model = name;
           r.n = n;
@@ -128,10 +142,11 @@ void register_compare(CLI::App& app) {
           r.reference_source = src;
           return r;
         };
-        for (const auto& method : o->methods) {
-          if (method == "dmrg") {
+        for (const auto& method_name : o->methods) {
+          const CompareMethod method = parse_enum<CompareMethod>(method_name, "compare --methods");
+          if (method == CompareMethod::Dmrg) {
             for (int chi : o->dmrg_chi) {
-              Row r = base("dmrg", chi);
+              Row r = base(CompareMethod::Dmrg, chi);
               const auto t0 = std::chrono::steady_clock::now();
               const mps::DmrgRunResult d = dmrg_ground_state(m, chi);
               r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -142,7 +157,7 @@ void register_compare(CLI::App& app) {
             }
             continue;
           }
-          const bool is_mps = method == "vmc_mps";
+          const bool is_mps = method == CompareMethod::VmcMps;
           for (int chi : is_mps ? o->vmc_chi : std::vector<int>{0}) {
             OptionSet set;
             vmc::VmcRunConfig cfg;
@@ -179,7 +194,7 @@ void register_compare(CLI::App& app) {
       csv << "model,n,method,chi,n_parameters,energy,energy_error,reference,reference_source,relative_error,"
              "iterations,seconds,step_seconds\n";
       for (const auto& r : rows)
-        csv << r.model << ',' << r.n << ',' << r.method << ',' << r.chi << ',' << r.n_parameters << ','
+        csv << r.model << ',' << r.n << ',' << enum_name(r.method) << ',' << r.chi << ',' << r.n_parameters << ','
             << fmt(r.energy, 14) << ',' << fmt(r.energy_error, 4) << ',' << fmt(r.reference, 14) << ','
             << r.reference_source << ',' << fmt(r.relative_error(), 4) << ',' << r.iterations << ','
             << fmt(r.seconds, 4) << ',' << fmt(r.step_seconds, 4) << '\n';
@@ -191,12 +206,12 @@ void register_compare(CLI::App& app) {
       md << "| model | N | method | χ | parameters | energy | stat. error | reference | \\|ΔE\\|/\\|E\\| | "
             "VMC iterations | time (s) |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
       for (const auto& r : rows)
-        md << "| " << r.model << " | " << r.n << " | " << r.method << " | " << (r.chi > 0 ? std::to_string(r.chi) : "-")
-           << " | " << r.n_parameters << " | " << fmt(r.energy, 10) << " | "
-           << (r.method == "dmrg" ? std::string("-") : fmt(r.energy_error, 2)) << " | " << fmt(r.reference, 10)
-           << " (" << r.reference_source << ") | " << fmt(r.relative_error(), 3) << " | "
-           << (r.method == "dmrg" ? std::string("-") : std::to_string(r.iterations)) << " | " << fmt(r.seconds, 3)
-           << " |\n";
+        md << "| " << r.model << " | " << r.n << " | " << enum_name(r.method) << " | "
+           << (r.chi > 0 ? std::to_string(r.chi) : "-") << " | " << r.n_parameters << " | " << fmt(r.energy, 10)
+           << " | " << (r.method == CompareMethod::Dmrg ? std::string("-") : fmt(r.energy_error, 2)) << " | "
+           << fmt(r.reference, 10) << " (" << r.reference_source << ") | " << fmt(r.relative_error(), 3) << " | "
+           << (r.method == CompareMethod::Dmrg ? std::string("-") : std::to_string(r.iterations)) << " | "
+           << fmt(r.seconds, 3) << " |\n";
       md.close();
       require(bool(md), "compare: writing ", o->out, ".md.tmp failed");
       std::filesystem::rename(o->out + ".md.tmp", o->out + ".md");
@@ -205,7 +220,7 @@ void register_compare(CLI::App& app) {
       Json arr = Json::array();
       for (const auto& r : rows) {
         Json j = Json::object();
-        j.set("model", r.model).set("n", r.n).set("method", r.method).set("chi", r.chi);
+        j.set("model", r.model).set("n", r.n).set("method", enum_name(r.method)).set("chi", r.chi);
         j.set("n_parameters", r.n_parameters).set("energy", r.energy).set("energy_error", r.energy_error);
         j.set("reference", r.reference).set("reference_source", r.reference_source);
         j.set("relative_error", r.relative_error()).set("iterations", r.iterations).set("seconds", r.seconds);
@@ -219,8 +234,8 @@ void register_compare(CLI::App& app) {
                 << std::setw(5) << "chi" << std::setw(10) << "params" << std::setw(18) << "energy"
                 << "rel.error\n";
       for (const auto& r : rows)
-        std::cout << std::setw(11) << r.model << std::setw(5) << r.n << std::setw(12) << r.method << std::setw(5)
-                  << r.chi << std::setw(10) << r.n_parameters << std::setw(18) << fmt(r.energy, 12)
+        std::cout << std::setw(11) << r.model << std::setw(5) << r.n << std::setw(12) << enum_name(r.method)
+                  << std::setw(5) << r.chi << std::setw(10) << r.n_parameters << std::setw(18) << fmt(r.energy, 12)
                   << fmt(r.relative_error(), 3) << "\n";
     }
   });

@@ -380,7 +380,6 @@ std::string format_double(double x) {
   os << x;
   std::string s = os.str();
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // keep it a TOML float
-  if (s == "inf") s = "inf";
   return s;
 }
 }  // namespace
