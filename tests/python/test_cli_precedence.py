@@ -72,6 +72,16 @@ def test_vmc_model_dependent_defaults_follow_the_resolved_model(tmp_path):
     assert resolved("vmc", "--config", str(cfg), "--set", "sampler.fixed_sz=false")["sampler"]["fixed_sz"] is False
 
 
+def test_dmrg_resolves_the_same_way(tmp_path):
+    # The run itself is tested in test_dmrg_cli.py; here the resolved configuration, as for ed and vmc.
+    cfg = tmp_path / "f.toml"
+    cfg.write_text('[model]\nmodel = "xxz"\nn = 12\n\n[dmrg]\nchi = 20\nsave = "a.h5"\n')
+    c = resolved("dmrg", "--config", str(cfg), "--set", "dmrg.chi=30", "--chi", "50", "--delta", "0.25",
+                 "--save", "b \"c\".h5")
+    assert (c["dmrg"]["chi"], c["model"]["delta"], c["model"]["n"], c["dmrg"]["save"]) == (50, 0.25, 12, 'b "c".h5')
+    assert resolved("dmrg", "--config", str(cfg), "--set", "dmrg.chi=30")["dmrg"]["chi"] == 30
+
+
 def test_train_set_wins_over_file_and_schedule_follows(tmp_path):
     cfg = tmp_path / "f.toml"
     cfg.write_text("[train]\nsteps = 40\n")
