@@ -35,8 +35,10 @@ class OptionError(Error, TypeError):
     """An unknown or mistyped keyword of a spin API object (the message names the valid ones)."""
 
 
-# {dotted key: C++ default} for every option of `attnphys vmc` (VmcRunConfig::declare).
+# {dotted key: C++ default} for every option of `attnphys vmc` (VmcRunConfig::declare), and what the declarations
+# say about each ({help, type, choices}): the keywords are typed and checked from the same declarations as the CLI.
 _DEFAULTS = _json.loads(_sp._vmc_option_defaults())
+_INFO = _json.loads(_sp._vmc_option_info())
 
 
 def _check_value(owner, key, name, value):
@@ -56,6 +58,9 @@ def _check_value(owner, key, name, value):
         ok, want = True, ""
     if not ok:
         raise OptionError(f"{owner}: {name} must be {want}, got {value!r} ({type(value).__name__})")
+    choices = _INFO.get(key, {}).get("choices")
+    if choices and value not in choices:
+        raise OptionError(f"{owner}: {name} = {value!r}: expected one of {', '.join(choices)}")
 
 
 class _Keywords:
@@ -63,6 +68,7 @@ class _Keywords:
 
     _section = None  # C++ section: its keys (less _exclude) are this object's keywords
     _exclude = ()
+    _own_values = ()  # keywords whose values this class checks and translates itself
     _extra = {}  # keyword -> dotted key, beyond the section
 
     @classmethod
@@ -88,7 +94,7 @@ class _Keywords:
         for k, v in kwargs.items():
             if k not in valid:
                 raise OptionError(f"spin.{name}: unknown keyword '{k}'; valid keywords: {', '.join(sorted(valid))}")
-            if v is not None:
+            if v is not None and k not in self._own_values:
                 _check_value(f"spin.{name}", valid[k], k, v)
         self._kw = {k: v for k, v in kwargs.items() if v is not None}
 
@@ -410,6 +416,7 @@ class SR(_Keywords):
     iterations (default: two thirds of the first run); solver: auto (P×P or minSR, the smaller), pxp or minsr."""
     _extra = {"diag_shift": "vmc.diag_shift", "diag_shift_final": "vmc.diag_shift_final",
               "diag_shift_steps": "vmc.diag_shift_steps", "rcond": "vmc.rcond", "solver": "vmc.optimizer"}
+    _own_values = ("solver",)  # auto | pxp | minsr, translated to vmc.optimizer below
 
     def __init__(self, diag_shift=None, *, diag_shift_final=None, diag_shift_steps=None, rcond=None, solver=None):
         if solver is not None and solver not in _SR_SOLVERS:
@@ -736,8 +743,11 @@ def _document(cls):
         params.append(inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None))
     cls.__signature__ = inspect.Signature(params)
     if defaults:
+        def shown(k, v):
+            choices = _INFO.get(cls.keywords()[k], {}).get("choices")
+            return f"{k}={v!r}" + (f" ({' | '.join(choices)})" if choices else "")
         cls.__doc__ = (cls.__doc__ or "") + "\n\n    Keywords (None: the C++ default shown): " + ", ".join(
-            f"{k}={v!r}" for k, v in defaults.items()) + "."
+            shown(k, v) for k, v in defaults.items()) + "."
 
 
 for _cls in (MetropolisExchange, MetropolisLocal, Transformer, Rbm, Mps, Autoregressive):

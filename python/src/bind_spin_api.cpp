@@ -279,6 +279,20 @@ void bind_spin_api(py::module_& m) {
     return set.to_json().dump();
   }, "JSON {dotted key: C++ default} of every `attnphys vmc` option (before the model-dependent defaults)");
 
+  sp.def("_vmc_option_info", []() {
+    vmc::VmcRunConfig cfg;
+    OptionSet set;
+    cfg.declare(set);
+    Json out = Json::object();
+    for (const auto& key : set.keys()) {
+      const OptionInfo i = set.info(key);
+      Json choices = Json::array();
+      for (const auto& c : i.choices) choices.push_back(c);
+      out.set(key, Json::object().set("help", i.help).set("type", i.type).set("choices", choices));
+    }
+    return out.dump();
+  }, "JSON {dotted key: {help, type, choices}} of every `attnphys vmc` option, from its declaration");
+
   sp.def("_resolved_options", [](const Options& o) {
     OptionSet set;
     vmc::VmcRunConfig cfg;

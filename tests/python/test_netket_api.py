@@ -270,6 +270,13 @@ def test_bad_input():
         spin.Heisenberg(hi, Jz=1.0)
     with pytest.raises(attnphys.Error, match="not finite"):
         spin.SR(diag_shift=float("nan"))
+    # A choice is checked against the names the C++ declares (the same list the CLI's --help shows).
+    with pytest.raises(spin.OptionError, match=r"attention = 'softmax': expected one of factored, dense"):
+        spin.Transformer(attention="softmax")
+    with pytest.raises(spin.OptionError, match=r"positional = 'none': expected one of learned, sinusoidal"):
+        spin.Autoregressive(positional="none")
+    assert "attention='factored' (factored | dense)" in spin.Transformer.__doc__
+    assert spin.SR(solver="auto")._options() == {"vmc.optimizer": "sr"}  # its own names, translated
     # Values the C++ refuses come back as attnphys.Error with its message.
     vs = spin.MCState(spin.MetropolisExchange(hi), spin.Rbm(alpha=-1.0))
     with pytest.raises(attnphys.Error, match="rbm.alpha"):
