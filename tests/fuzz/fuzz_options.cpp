@@ -2,7 +2,7 @@
 //
 // Input: a TOML document, optionally followed by a line "%%" and one override "section.key=value" per line, applied
 // to an OptionSet that declares one option of every kind (numbers with ranges, integers, bools, strings with and
-// without choices, lists of numbers and of strings), under the section names of the real configurations.
+// without choices, an enum, lists of numbers and of strings), under the section names of the real configurations.
 // Loading may fail only with attnphys::Error (anything else, a crash or a sanitizer report is a finding). When it
 // succeeds, the configuration written back (OptionSet::to_toml, what checkpoints store) must load again into a fresh
 // set and give the same values, and to_json must be writable.
@@ -20,6 +20,18 @@
 using attnphys::OptionSet;
 using attnphys::Range;
 
+namespace fuzz {
+enum class Move { Auto, Local, Exchange, Exact };
+}  // namespace fuzz
+namespace attnphys {
+template <>
+struct EnumNames<fuzz::Move> {
+  static constexpr EnumName<fuzz::Move> values[] = {
+      {fuzz::Move::Auto, "auto"}, {fuzz::Move::Local, "local"}, {fuzz::Move::Exchange, "exchange"},
+      {fuzz::Move::Exact, "exact"}};
+};
+}  // namespace attnphys
+
 namespace {
 
 struct Values {
@@ -30,6 +42,7 @@ struct Values {
   std::string out_dir = "runs/heat2d", kind = "conditioned";
   std::vector<double> horizons{1.0}, table{0.0, 0.5};
   std::vector<std::string> channels{"kappa"};
+  fuzz::Move move = fuzz::Move::Auto;
 
   void declare(OptionSet& s) {
     s.add("optimizer.lr", &lr, "learning rate", Range::positive());
@@ -44,6 +57,7 @@ struct Values {
     s.add("data.horizons", &horizons, "horizons", Range::positive());
     s.add("nonlinear.table_u", &table, "table");
     s.add("data.channels", &channels, "channels");
+    s.add("sampler.move", &move, "Metropolis move");
   }
 
   bool same(const Values& o) const {
@@ -56,7 +70,7 @@ struct Values {
     };
     return eq(lr, o.lr) && eq(kappa, o.kappa) && eq(any, o.any) && steps == o.steps && seed == o.seed && n == o.n &&
            progress == o.progress && out_dir == o.out_dir && kind == o.kind && eqv(horizons, o.horizons) &&
-           eqv(table, o.table) && channels == o.channels;
+           eqv(table, o.table) && channels == o.channels && move == o.move;
   }
 };
 
