@@ -16,9 +16,9 @@ void HeatProblemOptions::declare(OptionSet& set, const std::string& s) {
   set.add(s + ".kappa_hi", &kappa_hi, "random kappa: high level", Range::positive());
   set.add(s + ".kappa_length_scale", &kappa_length_scale, "random kappa: interface length scale", Range::positive());
   set.add(s + ".kappa_seed", &kappa_seed, "random kappa: seed", Range::non_negative());
-  set.add(s + ".bc", &bc, "boundary type on every side", {"periodic", "dirichlet", "neumann"});
+  set.add(s + ".bc", &bc, "boundary type on every side");
   set.add(s + ".bc_value", &bc_value, "dirichlet: boundary value; neumann: heat flux into the box");
-  set.add(s + ".face_mean", &face_mean, "diffusivity on faces: harmonic or arithmetic", {"harmonic", "arithmetic"});
+  set.add(s + ".face_mean", &face_mean, "diffusivity on faces: harmonic or arithmetic");
 }
 
 HeatProblem HeatProblemOptions::build() const {
@@ -33,8 +33,8 @@ HeatProblem HeatProblemOptions::build() const {
   }
   p.grid = Grid::make(dim, nn, h);
   p.kappa = kappa;
-  p.face_mean = parse_face_mean(face_mean);
-  p.set_all_boundaries(BoundaryCondition{parse_bc_type(bc), bc_value, {}});
+  p.face_mean = face_mean;
+  p.set_all_boundaries(BoundaryCondition{bc, bc_value, {}});
   p.validate();
   if (kappa_random) p.kappa_field = random_kappa(p, kappa_lo, kappa_hi, kappa_length_scale, std::uint64_t(kappa_seed));
   p.validate();

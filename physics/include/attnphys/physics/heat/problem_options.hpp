@@ -17,9 +17,9 @@ struct HeatProblemOptions {
   bool kappa_random = false;      // random piecewise-smooth κ (random_kappa) instead
   double kappa_lo = 0.2, kappa_hi = 2.0, kappa_length_scale = 0.15;
   long kappa_seed = 0;
-  std::string bc = "periodic";    // periodic | dirichlet | neumann, on every side
+  BcType bc = BcType::Periodic;   // on every side
   double bc_value = 0.0;          // dirichlet: u on the boundary; neumann: heat flux in
-  std::string face_mean = "harmonic";
+  FaceMean face_mean = FaceMean::Harmonic;
 
   void declare(OptionSet& set, const std::string& section = "problem");
   HeatProblem build() const;  // validated
