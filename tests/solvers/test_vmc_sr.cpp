@@ -179,6 +179,52 @@ TEST(VmcDriver, CallbackStopsAndCheckpointRestartsExactly) {
   std::remove(path.c_str());
 }
 
+TEST(VmcDriver, AdaptedSweepShortensWhileSamplesStayIndependentReachesTheEnergyAndResumesExactly) {
+  // sampler.adapt_sweep: the sweep starts at N = 8 steps and shrinks by 20 % per iteration while the measured
+  // autocorrelation time stays <= 1.2, down to N/4 = 2; it grows again where tau > 1.5. The run still reaches the
+  // TFIM ground state, and a checkpoint carries the adapted sweep, so a restart continues bit for bit.
+  const auto m = tfim8();
+  const double exact = *ed::reference_energy(m);
+  spin::SpinHamiltonian H(m);
+  auto o = quick_options();
+  o.sampler.adapt_sweep = true;
+  Rbm<double> rbm(m.n, RbmOptions{1.0, false, true, 0.05, 7});
+  VmcDriver<double> driver(rbm, H, o);
+  auto hist = driver.run(150);
+  ASSERT_EQ(hist.size(), 150u);
+  EXPECT_EQ(hist.front().sweep, 8);
+  long shortest = 8;
+  for (std::size_t k = 1; k < hist.size(); ++k) {
+    const long prev = hist[k - 1].sweep, now = hist[k].sweep;
+    shortest = std::min(shortest, now);
+    EXPECT_GE(now, 2);
+    EXPECT_LE(now, 16);
+    // The rule: shorter after tau <= 1.2, longer after tau > 1.5, else the same (within the bounds).
+    if (hist[k - 1].tau <= 1.2) EXPECT_LE(now, prev) << "iteration " << k;
+    else if (hist[k - 1].tau > 1.5) EXPECT_GE(now, prev) << "iteration " << k;
+    else EXPECT_EQ(now, prev) << "iteration " << k;
+  }
+  EXPECT_LT(shortest, 8);  // the TFIM chain at h = 1 decorrelates within a quarter sweep here
+  const auto st = driver.estimate_energy(16384);
+  EXPECT_LT(std::abs(st.mean - exact) / std::abs(exact), 1e-3) << st.mean << " vs " << exact;
+
+  const std::string path = "/tmp/attnphys_vmc_adapt_" + std::to_string(::getpid()) + ".h5";
+  Rbm<double> a(m.n, RbmOptions{1.0, true, true, 0.05, 7});
+  VmcDriver<double> da(a, H, o);
+  da.run(6);
+  da.save_checkpoint(path);
+  auto cont = da.run(4);
+  Rbm<double> b(m.n, RbmOptions{1.0, true, true, 0.5, 99});
+  VmcDriver<double> db(b, H, o);
+  db.load_checkpoint(path);
+  auto again = db.run(4);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(again[k].sweep, cont[k].sweep) << "step " << k;
+    EXPECT_DOUBLE_EQ(again[k].energy, cont[k].energy) << "step " << k;
+  }
+  std::remove(path.c_str());
+}
+
 TEST(VmcDriver, NanEnergyStopsWithAClearMessage) {
   const auto m = tfim8();
   spin::SpinHamiltonian H(m);

@@ -239,6 +239,9 @@ VmcStep VmcDriver<T>::step() {
                                       : sampler_->acceptance();
     out.sample_seconds = lap();
     st = energy_stats(sampler_->n_steps_per_sample(), sampler_->n_chains());
+    out.sweep = sampler_->sweep_size();
+    // tau is the same on every rank (the statistics are global), so every rank takes the same sweep.
+    if (opt_.sampler.adapt_sweep) sampler_->set_sweep_size(sampler_->adapted_sweep(st.tau));
   }
   {
     auto hi = to_host(e_im_);
@@ -306,14 +309,14 @@ template <class T>
 std::vector<std::string> VmcDriver<T>::log_columns() {
   return {"iteration", "energy", "energy_imag", "error", "variance", "v_score", "tau", "r_hat", "acceptance",
           "diag_shift", "grad_norm", "seconds", "sample_seconds", "energy_seconds", "gradient_seconds",
-          "update_seconds"};
+          "update_seconds", "sweep"};
 }
 
 template <class T>
 std::vector<double> VmcDriver<T>::log_row(const VmcStep& s) {
   return {double(s.iteration), s.energy, s.energy_imag, s.error, s.variance, s.v_score, s.tau, s.r_hat,
           s.acceptance, s.diag_shift, s.grad_norm, s.seconds, s.sample_seconds, s.energy_seconds,
-          s.gradient_seconds, s.update_seconds};
+          s.gradient_seconds, s.update_seconds, double(s.sweep)};
 }
 
 template <class T>
@@ -360,6 +363,7 @@ void VmcDriver<T>::save_checkpoint(const std::string& path) const {
   w.set_attr("/", "sampler", std::string(sampler_ ? "metropolis" : "exact"));
   w.set_attr("/", "iteration", iter_);
   w.set_attr("/", "sampler_step", long(sampler_ ? sampler_->step_counter() : direct_counter_));
+  if (sampler_) w.set_attr("/", "sweep_size", sampler_->sweep_size());
   w.set_attr("/", "adam_steps", adam_.steps_taken());
   w.set_attr("/", "model_name", model_.name());
   w.set_attr("/", "n_ranks", long(comm_.size()));
@@ -389,6 +393,8 @@ void VmcDriver<T>::load_checkpoint(const std::string& path) {
       sampler_->reset();
       sampler_->restore(sampler_->states(), counter, false);
     }
+    if (opt_.sampler.adapt_sweep && r.has_attr("/", "sweep_size"))  // the adapted sweep continues
+      sampler_->set_sweep_size(r.attr_long("/", "sweep_size"));
   } else {
     direct_counter_ = counter;
   }

@@ -1,6 +1,7 @@
 #include "attnphys/solvers/vmc/sampler.hpp"
 #include "attnphys/core/parallel.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "attnphys/core/random.hpp"
@@ -17,6 +18,10 @@ void SamplerOptions::declare(OptionSet& s, const std::string& p) {
         "sweeps discarded before sampling chains that continue from the previous iteration (negative: n_discard)",
         Range::at_least(-1));
   s.add(p + ".sweep_size", &sweep_size, "Metropolis steps per sweep (0: number of sites)", Range::non_negative());
+  s.add(p + ".adapt_sweep", &adapt_sweep,
+        "adapt the sweep (steps between kept samples) to the measured autocorrelation time: shorter while tau <= "
+        "1.2, longer when tau > 1.5 (between sampler.min_sweep and twice the number of sites)");
+  s.add(p + ".min_sweep", &min_sweep, "shortest adapted sweep (0: a quarter of the sites)", Range::non_negative());
   s.add(p + ".move", &move, "proposal (exact: direct sampling, for models that support it)");
   s.add(p + ".exchange_distance", &exchange_distance, "largest distance of exchanged pairs (0: any)",
         Range::non_negative());
@@ -276,6 +281,23 @@ void MetropolisSampler<T>::sample(View2<T>& samples, View1<T>& re, View1<T>& im)
     model_.log_psi(samples, re, im);
     low_ = inc_->set_low_precision(false);
   }
+}
+
+template <class T>
+void MetropolisSampler<T>::set_sweep_size(long steps) {
+  require(steps >= 1, "sampler: a sweep needs at least one Metropolis step, got ", steps);
+  sweep_ = steps;
+}
+
+template <class T>
+long MetropolisSampler<T>::adapted_sweep(double tau) const {
+  const long lo = std::max(1L, opt_.min_sweep > 0 ? opt_.min_sweep : long(n_) / 4), hi = std::max(lo, 2L * n_);
+  long next = sweep_;
+  if (tau <= 1.2)
+    next = sweep_ - std::max(1L, sweep_ / 5);  // the samples are (nearly) independent: 20 % fewer steps
+  else if (tau > 1.5)
+    next = sweep_ + std::max(1L, sweep_ / 4);  // correlated: 25 % more
+  return std::min(hi, std::max(lo, next));
 }
 
 template class MetropolisSampler<float>;

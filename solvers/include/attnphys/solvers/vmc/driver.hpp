@@ -67,6 +67,7 @@ struct VmcStep {
   long iteration = 0;
   double energy = 0, energy_imag = 0, error = 0, variance = 0, v_score = 0, tau = 1, r_hat = 1;
   double acceptance = 0, diag_shift = 0, grad_norm = 0, seconds = 0;
+  long sweep = 0;  // Metropolis steps between kept samples in this iteration (0: exact sampling)
   // Where the time went: sampling, local energies, per-sample gradients, the update (gather + SR solve).
   double sample_seconds = 0, energy_seconds = 0, gradient_seconds = 0, update_seconds = 0;
   bool used_pinv = false;

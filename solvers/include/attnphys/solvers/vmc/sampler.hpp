@@ -40,6 +40,11 @@ struct SamplerOptions {
   long n_discard_continue = -1;  // sweeps discarded at the start of later calls, whose chains continue from the
                                  // previous call's (equilibrated) states; negative: n_discard
   long sweep_size = 0;       // Metropolis steps between kept samples; 0: the number of sites
+  // Adapt the sweep to the measured autocorrelation time of the local energy (the VMC driver does it after each
+  // iteration): shorter while tau <= 1.2, longer when tau > 1.5, between min_sweep (0: a quarter of the sites) and
+  // twice the number of sites. Starts from sweep_size.
+  bool adapt_sweep = false;
+  long min_sweep = 0;
   SamplerMove move = SamplerMove::Auto;
   long exchange_distance = 0;  // 0: any pair
   bool periodic = true;        // whether exchange distances wrap around (the driver's sampler uses this)
@@ -76,6 +81,10 @@ class MetropolisSampler {
   long n_steps_per_sample() const { return (opt_.n_samples + opt_.n_chains - 1) / opt_.n_chains; }
   long n_samples() const { return n_steps_per_sample() * opt_.n_chains; }
   long sweep_size() const { return sweep_; }
+  // Metropolis steps between kept samples from now on (checkpoints and the driver's adaptation set it).
+  void set_sweep_size(long steps);
+  // The next sweep for a measured autocorrelation time (sampler.adapt_sweep); the current one when it stays.
+  long adapted_sweep(double tau) const;
   SamplerMove move() const { return move_; }  // local or exchange (auto resolved)
   // Fraction of accepted proposals since the last reset_acceptance().
   double acceptance() const;
