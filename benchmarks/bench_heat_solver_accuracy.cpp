@@ -109,10 +109,10 @@ int run(int argc, char** argv) {
   const heat::HeatProblem base = heat::make_problem(dim, {n, dim > 1 ? n : 1, dim > 2 ? n : 1},
                                                     {h, dim > 1 ? h : 1.0, dim > 2 ? h : 1.0}, 1.0, "dirichlet");
   heat::HeatFamilyOptions fo;
-  fo.kappa = "lognormal";
+  fo.kappa = heat::KappaFamily::LogNormal;
   fo.kappa_contrast = 10.0;
   fo.kappa_length_scale = 0.15;
-  fo.boundary = "random";
+  fo.boundary = heat::BoundaryFamily::Random;
   const heat::HeatFamily family = fo.build(base, 0);
   heat::InitialConditionOptions ic;
   ic.length_scale = 0.15;

@@ -321,7 +321,7 @@ TEST(HeatFamilies, DatasetSamplesAndChannelsEqualDirectSolverCalls) {
 TEST(HeatFamilies, BadFamilyParametersAreRefusedWithWhatToChange) {
   auto periodic = make_problem(2, {8, 8, 1}, {0.125, 0.125, 1}, 1.0, "periodic");
   HeatFamilyOptions o;
-  o.boundary = "random";
+  o.boundary = heat::BoundaryFamily::Random;
   try {
     o.build(periodic, 0);
     FAIL() << "random boundary data on a periodic box was accepted";
@@ -329,10 +329,19 @@ TEST(HeatFamilies, BadFamilyParametersAreRefusedWithWhatToChange) {
     EXPECT_NE(std::string(e.what()).find("problem.bc = dirichlet or neumann"), std::string::npos) << e.what();
   }
   o = HeatFamilyOptions{};
-  o.kappa = "gaussian";
-  EXPECT_THROW(o.build(periodic, 0), Error);
+  {
+    OptionSet set;
+    o.declare(set);
+    try {
+      set.set("family.kappa=gaussian");  // not a family kind
+      FAIL() << "family.kappa = gaussian was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'gaussian' is not one of: constant, piecewise, lognormal"),
+                std::string::npos) << e.what();
+    }
+  }
   o = HeatFamilyOptions{};
-  o.kappa = "lognormal";
+  o.kappa = heat::KappaFamily::LogNormal;
   o.kappa_contrast = 0.5;
   EXPECT_THROW(o.build(periodic, 0), Error);
   auto shared = periodic;
@@ -346,8 +355,8 @@ TEST(HeatFamilies, BadFamilyParametersAreRefusedWithWhatToChange) {
   }
   // A family built from options draws what it says.
   o = HeatFamilyOptions{};
-  o.kappa = "piecewise";
-  o.source = "grf";
+  o.kappa = heat::KappaFamily::Piecewise;
+  o.source = heat::SourceFamily::Grf;
   const auto f = o.build(periodic, 9);
   EXPECT_EQ(f.kappa, KappaFamily::Piecewise);
   EXPECT_EQ(f.source, SourceFamily::Grf);

@@ -30,7 +30,7 @@ HeatDataOptions family_3d(long n) {
   d.length_scale = 0.25;
   d.horizon_ftcs_steps = 4;
   d.reference_substeps = 4;
-  d.family.kappa = "lognormal";
+  d.family.kappa = heat::KappaFamily::LogNormal;
   d.family.kappa_contrast = 5;
   d.family.kappa_length_scale = 0.3;
   return d;
@@ -114,8 +114,8 @@ TEST(HeatTraining3d, DirichletFamilyPairsWithBoundaryDataAndSources) {
   const long n = 6, P = n * n * n;
   HeatDataOptions o = family_3d(n);
   o.bc = "dirichlet";
-  o.family.boundary = "random";
-  o.family.source = "grf";
+  o.family.boundary = heat::BoundaryFamily::Random;
+  o.family.source = heat::SourceFamily::Grf;
   const HeatDataOptions d = resolve_heat_data(o);
   ASSERT_EQ(d.channels, (std::vector<std::string>{"kappa", "source", "boundary"}));
   const HeatPairs p = make_heat_pairs(d, 0, 1, n);

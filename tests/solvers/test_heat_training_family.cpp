@@ -25,7 +25,7 @@ HeatDataOptions family_2d() {
   d.length_scale = 0.2;
   d.horizon_ftcs_steps = 10;
   d.reference_substeps = 8;
-  d.family.kappa = "lognormal";
+  d.family.kappa = heat::KappaFamily::LogNormal;
   d.family.kappa_contrast = 10;
   d.family.kappa_length_scale = 0.25;
   return d;
@@ -105,8 +105,8 @@ TEST(HeatTrainingFamily, PairsAreTheReferenceSolverOnEachSamplesOwnProblem) {
 TEST(HeatTrainingFamily, SourcesAndBoundaryDataBecomeChannels) {
   HeatDataOptions o = family_2d();
   o.bc = "dirichlet";
-  o.family.source = "grf";
-  o.family.boundary = "random";
+  o.family.source = heat::SourceFamily::Grf;
+  o.family.boundary = heat::BoundaryFamily::Random;
   const HeatDataOptions d = resolve_heat_data(o);
   ASSERT_EQ(d.channels, (std::vector<std::string>{"kappa", "source", "boundary"}));
   const HeatPairs p = make_heat_pairs(d, 0, 1, 16);
@@ -151,7 +151,7 @@ TEST(HeatTrainingFamily, RefusesWhatCannotWork) {
   EXPECT_TRUE(contains(error_of([&] { set.set("family.kappa=gaussian"); }), "lognormal"));
   set.set("family.kappa=lognormal");
   set.set("family.kappa_contrast=5");
-  EXPECT_EQ(d.data.family.kappa, "lognormal");
+  EXPECT_EQ(d.data.family.kappa, heat::KappaFamily::LogNormal);
   EXPECT_EQ(d.data.family.kappa_contrast, 5.0);
 }
 
@@ -283,6 +283,6 @@ TEST(HeatTrainingFamily, NonlinearPairsAreTheNonlinearSchemeAndKappaVariesThreef
   }
   EXPECT_GT(std::sqrt(diff / norm), 1e-2);
   // A per-sample κ(x) with a κ(u) law is refused with what to change.
-  o.family.kappa = "lognormal";
+  o.family.kappa = heat::KappaFamily::LogNormal;
   EXPECT_TRUE(contains(error_of([&] { resolve_heat_data(o); }), "set family.kappa = constant"));
 }

@@ -139,19 +139,17 @@ std::string HeatFamily::describe() const {
 void HeatFamilyOptions::declare(OptionSet& set, const std::string& s) {
   set.add(s + ".kappa", &kappa,
           "per-sample diffusivity: constant (the problem's), piecewise (random_kappa) or lognormal (Gaussian random "
-          "field in log kappa)",
-          {"constant", "piecewise", "lognormal"});
+          "field in log kappa)");
   set.add(s + ".kappa_lo", &kappa_lo, "piecewise: low level", Range::positive());
   set.add(s + ".kappa_hi", &kappa_hi, "piecewise: high level", Range::positive());
   set.add(s + ".kappa_contrast", &kappa_contrast, "lognormal: bound of max/min kappa (around problem.kappa)",
           Range::closed(1.0, 1e4));
   set.add(s + ".kappa_length_scale", &kappa_length_scale, "correlation length of the kappa fields", Range::positive());
-  set.add(s + ".source", &source, "per-sample static source f(x): none or grf", {"none", "grf"});
+  set.add(s + ".source", &source, "per-sample static source f(x): none or grf");
   set.add(s + ".source_amplitude", &source_amplitude, "grf source: standard deviation", Range::non_negative());
   set.add(s + ".source_length_scale", &source_length_scale, "grf source: correlation length", Range::positive());
   set.add(s + ".boundary", &boundary,
-          "per-sample boundary data on the non-periodic sides (u for dirichlet, flux in for neumann): zero or random",
-          {"zero", "random"});
+          "per-sample boundary data on the non-periodic sides (u for dirichlet, flux in for neumann): zero or random");
   set.add(s + ".boundary_amplitude", &boundary_amplitude, "random boundary data: scale", Range::non_negative());
   set.add(s + ".boundary_modes", &boundary_modes, "random boundary data: cosine modes along each face",
           Range::non_negative());
@@ -159,12 +157,9 @@ void HeatFamilyOptions::declare(OptionSet& set, const std::string& s) {
 
 HeatFamily HeatFamilyOptions::build(const HeatProblem& base, std::uint64_t seed) const {
   HeatFamily f;
-  if (auto k = find_enum<KappaFamily>(kappa)) f.kappa = *k;
-  else fail("unknown family.kappa '", kappa, "': use constant, piecewise or lognormal");
-  if (auto s = find_enum<SourceFamily>(source)) f.source = *s;
-  else fail("unknown family.source '", source, "': use none or grf");
-  if (auto b = find_enum<BoundaryFamily>(boundary)) f.boundary = *b;
-  else fail("unknown family.boundary '", boundary, "': use zero or random");
+  f.kappa = kappa;
+  f.source = source;
+  f.boundary = boundary;
   f.kappa_lo = kappa_lo;
   f.kappa_hi = kappa_hi;
   f.kappa_contrast = kappa_contrast;
@@ -181,8 +176,8 @@ HeatFamily HeatFamilyOptions::build(const HeatProblem& base, std::uint64_t seed)
   require(kappa_length_scale > 0 && source_length_scale > 0, "family length scales must be positive");
   require(boundary_modes >= 0, "family.boundary_modes must be >= 0, got ", boundary_modes);
   if (f.kappa != KappaFamily::Constant)
-    require(!base.variable_kappa(), "family.kappa = ", kappa, " draws kappa per sample, but problem.kappa_random is ",
-            "also set: use one of them");
+    require(!base.variable_kappa(), "family.kappa = ", enum_name(kappa),
+            " draws kappa per sample, but problem.kappa_random is also set: use one of them");
   if (f.kappa == KappaFamily::LogNormal)
     require(base.kappa > 0, "family.kappa = lognormal is centred on problem.kappa, which is ", base.kappa,
             ": set problem.kappa > 0");

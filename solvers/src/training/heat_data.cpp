@@ -91,15 +91,16 @@ long points_of(int dim, long np) { return dim == 1 ? np : (dim == 2 ? np * np : 
 
 bool HeatDataOptions::generated_family() const {
   return file.empty() &&
-         (family.kappa != "constant" || family.source != "none" || family.boundary != "zero" || law.enabled());
+         (family.kappa != heat::KappaFamily::Constant || family.source != heat::SourceFamily::None ||
+          family.boundary != heat::BoundaryFamily::Zero || law.enabled());
 }
 
 std::vector<std::string> HeatDataOptions::family_channels() const {
   std::vector<std::string> c;
   if (!generated_family()) return c;
-  if (family.kappa != "constant") c.push_back("kappa");
-  if (family.source != "none") c.push_back("source");
-  if (family.boundary != "zero") c.push_back("boundary");
+  if (family.kappa != heat::KappaFamily::Constant) c.push_back("kappa");
+  if (family.source != heat::SourceFamily::None) c.push_back("source");
+  if (family.boundary != heat::BoundaryFamily::Zero) c.push_back("boundary");
   return c;
 }
 

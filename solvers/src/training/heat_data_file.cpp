@@ -345,9 +345,11 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
 HeatDataOptions resolve_heat_data(const HeatDataOptions& o_in) {
   if (o_in.file.empty()) return resolve_heat_file(o_in);
   HeatDataOptions o = o_in;
-  if (o.family.kappa != "constant" || o.family.source != "none" || o.family.boundary != "zero" || o.law.enabled()) {
-    o.family_note = "the [family] / [nonlinear] keys (" + o.family.kappa + " kappa, source " + o.family.source +
-                    ", boundary " + o.family.boundary + ", nonlinear " + enum_name(o.law.law) +
+  if (o.family.kappa != heat::KappaFamily::Constant || o.family.source != heat::SourceFamily::None ||
+      o.family.boundary != heat::BoundaryFamily::Zero || o.law.enabled()) {
+    o.family_note = std::string("the [family] / [nonlinear] keys (") + enum_name(o.family.kappa) + " kappa, source " +
+                    enum_name(o.family.source) + ", boundary " + enum_name(o.family.boundary) + ", nonlinear " +
+                    enum_name(o.law.law) +
                     ") describe generated pairs and are not used: data.file '" + o.file + "' holds the samples";
     o.family = heat::HeatFamilyOptions{};
     o.law = heat::KappaLawOptions{};
@@ -367,7 +369,7 @@ HeatDataOptions resolve_heat_file(const HeatDataOptions& o) {
     if (r.n == 0) r.n = 32;
     if (o.law.enabled()) {
       o.law.build();  // checks the [nonlinear] keys
-      require(o.family.kappa == "constant", "nonlinear.law = ", enum_name(o.law.law),
+      require(o.family.kappa == heat::KappaFamily::Constant, "nonlinear.law = ", enum_name(o.law.law),
               " gives κ(u), which replaces a per-sample κ(x): set family.kappa = constant (sources and boundary data "
               "may still vary per sample)");
     }

@@ -131,10 +131,10 @@ HeatRunConfig HeatRunConfig::resolved() const {
     std::string why;
     if (c.data.bc != "periodic" && c.data.bc != "neumann")
       why = "data.bc = " + c.data.bc + " lets heat through the boundary";
-    else if (c.data.family.source != "none" ||
+    else if (c.data.family.source != heat::SourceFamily::None ||
              std::find(c.data.channels.begin(), c.data.channels.end(), "source") != c.data.channels.end())
       why = "a source changes the heat";
-    else if (c.data.family.boundary != "zero")
+    else if (c.data.family.boundary != heat::BoundaryFamily::Zero)
       why = "boundary data change the heat";
     else if (!c.data.solver_physics)
       why = "the physics of data.file is not known to conserve heat";
@@ -150,7 +150,7 @@ HeatRunConfig HeatRunConfig::resolved() const {
 
 HeatRunConfig HeatRunConfig::main_job() {
   HeatRunConfig c;
-  c.data.family.kappa = "lognormal";
+  c.data.family.kappa = heat::KappaFamily::LogNormal;
   c.data.family.kappa_contrast = 5.0;
   c.data.horizon_ftcs_steps = 8.0;  // of the mean κ; about 18 of the largest
   c.data.n_train = 1200;

@@ -81,13 +81,13 @@ std::string to_string(KappaFamily k);
 std::string to_string(SourceFamily s);
 std::string to_string(BoundaryFamily b);
 
-// The [family] section of `attnphys heat dataset` configurations; build() parses the names once into the enums.
+// The [family] section of `attnphys heat dataset` configurations (the kinds read by name into the enums).
 struct HeatFamilyOptions {
-  std::string kappa = "constant";   // constant | piecewise | lognormal
+  KappaFamily kappa = KappaFamily::Constant;
   double kappa_lo = 0.2, kappa_hi = 2.0, kappa_contrast = 10.0, kappa_length_scale = 0.15;
-  std::string source = "none";      // none | grf
+  SourceFamily source = SourceFamily::None;
   double source_amplitude = 1.0, source_length_scale = 0.2;
-  std::string boundary = "zero";    // zero | random
+  BoundaryFamily boundary = BoundaryFamily::Zero;
   double boundary_amplitude = 1.0;
   long boundary_modes = 3;
   void declare(OptionSet& set, const std::string& section = "family");
