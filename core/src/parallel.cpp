@@ -161,6 +161,13 @@ int host_threads() {
 
 void set_host_threads(int n) { g_threads.store(n > 0 ? std::min(n, 256) : default_threads()); }
 
+void set_num_threads(int n) {
+  require(n >= 1 && n <= 256, "set_num_threads: the thread count must be between 1 and 256, got ", n);
+  set_host_threads(n);
+  using SetFn = void (*)(int);
+  if (auto f = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(n);
+}
+
 bool host_pool_applies() {
 #if defined(KOKKOS_ENABLE_SERIAL)
   return std::is_same<ExecSpace, Kokkos::Serial>::value;

@@ -20,10 +20,12 @@ from ._core import (  # noqa: F401
     ParameterBufferF32,
     clip_grad_norm,
     gemm,
+    get_num_threads,
     info,
     random_normal,
     random_uniform,
     scheduled_lr,
+    set_num_threads,
 )
 
 __version__ = info()["version"]
@@ -39,7 +41,7 @@ def machine():
     to set)."""
     i = info()
     keys = ("cpu_model", "cpu_simd", "blas", "blas_core", "blas_threads", "openblas_coretype", "blas_warning",
-            "default_execution_space", "concurrency")
+            "default_execution_space", "concurrency", "host_threads")
     return {k: i[k] for k in keys}
 
 

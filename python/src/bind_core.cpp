@@ -2,6 +2,7 @@
 // parameter checkpoints.
 #include <Kokkos_Core.hpp>
 
+#include "attnphys/core/parallel.hpp"
 #include "attnphys/core/gemm.hpp"
 #include "attnphys/core/hdf5_io.hpp"
 #include "attnphys/core/optim.hpp"
@@ -104,6 +105,7 @@ void bind_core(py::module_& m) {
     d["default_execution_space"] = i.default_execution_space;
     d["execution_spaces"] = i.execution_spaces;
     d["concurrency"] = i.concurrency;
+    d["host_threads"] = i.host_threads;
     d["blas"] = i.blas;
     d["blas_vendor"] = i.blas_vendor;
     d["blas_version"] = i.blas_version;
@@ -117,6 +119,11 @@ void bind_core(py::module_& m) {
                         py::arg("rank") = i.mpi_rank);
     return d;
   }, "Kokkos version, execution spaces, concurrency, BLAS and MPI of this build");
+  m.def("set_num_threads", &set_num_threads, py::arg("n"),
+        "threads for attnphys' host kernels (under Kokkos Serial) and for OpenBLAS, like torch.set_num_threads; "
+        "results do not depend on it");
+  m.def("get_num_threads", []() { return host_pool_applies() ? host_threads() : 1; },
+        "threads of attnphys' host kernels (1 when Kokkos runs another backend, whose own threads do the work)");
   m.def("gemm", &gemm_py<double>, py::arg("a"), py::arg("b"), py::arg("trans_a") = false, py::arg("trans_b") = false);
   m.def("gemm", &gemm_py<float>, py::arg("a"), py::arg("b"), py::arg("trans_a") = false, py::arg("trans_b") = false);
   m.def("random_normal", [](long n, std::uint64_t seed, std::uint64_t stream) {

@@ -117,3 +117,33 @@ def test_schedule_matches_formula():
     assert lrs[25] == pytest.approx(0.0, abs=1e-15)
     with pytest.raises(attnphys.Error):
         attnphys.scheduled_lr("warmup_cosine", 1.0, 0, warmup_steps=50, total_steps=10)
+
+
+def test_thread_count_changes_nothing_but_speed():
+    # attnphys.set_num_threads sets the host kernels' pool (under Kokkos Serial) and OpenBLAS, like
+    # torch.set_num_threads; every kernel index does its own arithmetic, so the results are bit-identical.
+    from attnphys import nn
+    saved = attnphys.get_num_threads()
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 64, 3)).astype(np.float32)
+    dy = rng.standard_normal((4, 64, 32)).astype(np.float32)
+    outs = []
+    try:
+        for n in (1, 2, 3):
+            attnphys.set_num_threads(n)
+            if attnphys.info()["default_execution_space"] == "Serial":
+                assert attnphys.get_num_threads() == n
+                assert attnphys.machine()["host_threads"] == n
+            # d_model 32 over 2 heads: 16-float heads, the fused attention kernels
+            enc = nn.EncoderF32(d_in=3, d_model=32, n_heads=2, n_layers=2, attention="tiled", max_len=64, seed=2)
+            y = enc.forward(x)
+            enc.zero_grad()
+            enc.backward(dy)
+            outs.append((y, enc.gradients()))
+    finally:
+        attnphys.set_num_threads(saved)
+    for y, g in outs[1:]:
+        assert np.array_equal(y, outs[0][0]) and np.array_equal(g, outs[0][1])
+    for bad in (0, -2, 100000):
+        with pytest.raises(attnphys.Error, match="between 1 and 256"):
+            attnphys.set_num_threads(bad)

@@ -28,6 +28,8 @@ namespace attnphys {
 int host_threads();              // the threads parallel_for uses under Serial (1: none besides the caller)
 void set_host_threads(int n);    // n <= 0: back to the default above
 bool host_pool_applies();        // true when ExecSpace is Kokkos::Serial (the pool can be used at all)
+// Both the host pool and OpenBLAS (when it is the BLAS) to n threads, as torch.set_num_threads does for PyTorch.
+void set_num_threads(int n);
 
 namespace detail {
 // Runs body(ctx, begin, end) over disjoint chunks that cover [0, n), on the calling thread and the pool's.
