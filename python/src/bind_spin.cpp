@@ -188,6 +188,8 @@ void bind_spin(py::module_& m) {
         return out;
       }, py::arg("model"), py::arg("sigma"), "E_loc(σ) = Σ H_σσ' ψ(σ')/ψ(σ) of a batch (complex)");
 
+  const vmc::RbmOptions rd;  // the C++ defaults of the ansatz keywords
+  const vmc::MpsAnsatzOptions md;
   py::class_<PyRbm, PyAnsatz>(sp, "Rbm", "restricted Boltzmann machine ansatz (complex or real parameters)")
       .def(py::init([](int n, double alpha, bool complex, bool visible_bias, double init_std, long seed) {
              auto p = std::make_unique<PyRbm>();
@@ -195,8 +197,9 @@ void bind_spin(py::module_& m) {
                  n, vmc::RbmOptions{alpha, complex, visible_bias, init_std, std::uint64_t(seed)});
              return p;
            }),
-           py::arg("n"), py::arg("alpha") = 1.0, py::arg("complex") = true, py::arg("visible_bias") = true,
-           py::arg("init_std") = 0.01, py::arg("seed") = 1);
+           py::arg("n"), py::arg("alpha") = rd.alpha, py::arg("complex") = rd.complex,
+           py::arg("visible_bias") = rd.visible_bias, py::arg("init_std") = rd.init_std,
+           py::arg("seed") = long(rd.seed));
 
   py::class_<PyMps, PyAnsatz>(sp, "Mps",
                               "matrix product state ansatz psi(s) = Tr A_0^s0 ... A_{N-1}^s(N-1) with real tensors "
@@ -207,8 +210,8 @@ void bind_spin(py::module_& m) {
                  n, vmc::MpsAnsatzOptions{chi, periodic, marshall_sign, init_std, seed});
              return p;
            }),
-           py::arg("n"), py::arg("chi") = 4, py::arg("periodic") = false, py::arg("marshall_sign") = false,
-           py::arg("init_std") = 0.05, py::arg("seed") = 1)
+           py::arg("n"), py::arg("chi") = md.chi, py::arg("periodic") = md.periodic,
+           py::arg("marshall_sign") = md.marshall_sign, py::arg("init_std") = md.init_std, py::arg("seed") = md.seed)
       .def_static("from_file", [](const std::string& path, bool marshall_sign) {
              auto p = std::make_unique<PyMps>();
              p->model = vmc::MpsAnsatz<double>::from_mps(mps::load_mps(path), marshall_sign);
