@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   buf.allocate();
   enc.init(buf, 0);
   OptimizerOptions oo;
-  oo.kind = "adamw";
+  oo.kind = OptimizerKind::AdamW;
   oo.lr = 1e-3;
   oo.weight_decay = 1e-2;
   Optimizer opt(oo);

@@ -4,8 +4,18 @@
 
 namespace attnphys {
 
+OptimizerKind parse_optimizer_kind(const std::string& name) {
+  if (auto k = find_enum<OptimizerKind>(name)) return *k;
+  fail("optimizer.kind must be sgd, adam or adamw, got '", name, "'");
+}
+
+ScheduleKind parse_schedule_kind(const std::string& name) {
+  if (auto k = find_enum<ScheduleKind>(name)) return *k;
+  fail("schedule.kind must be constant or warmup_cosine, got '", name, "'");
+}
+
 void OptimizerOptions::declare(OptionSet& set, const std::string& s) {
-  set.add(s + ".kind", &kind, "optimizer", {"sgd", "adam", "adamw"});
+  set.add(s + ".kind", &kind, "optimizer");
   set.add(s + ".lr", &lr, "base learning rate", Range::positive());
   set.add(s + ".momentum", &momentum, "SGD momentum", Range{0.0, 1.0, false, true});
   set.add(s + ".beta1", &beta1, "Adam first-moment decay", Range{0.0, 1.0, false, true});
@@ -16,8 +26,6 @@ void OptimizerOptions::declare(OptionSet& set, const std::string& s) {
 }
 
 void OptimizerOptions::validate() const {
-  require(kind == "sgd" || kind == "adam" || kind == "adamw", "optimizer.kind must be sgd, adam or adamw, got '",
-          kind, "'");
   require(lr > 0 && std::isfinite(lr), "optimizer.lr must be a positive number, got ", lr);
   require(momentum >= 0 && momentum < 1, "optimizer.momentum must be in [0, 1), got ", momentum);
   require(beta1 >= 0 && beta1 < 1, "optimizer.beta1 must be in [0, 1), got ", beta1);
@@ -28,24 +36,22 @@ void OptimizerOptions::validate() const {
 }
 
 void ScheduleOptions::declare(OptionSet& set, const std::string& s) {
-  set.add(s + ".kind", &kind, "learning-rate schedule", {"constant", "warmup_cosine"});
+  set.add(s + ".kind", &kind, "learning-rate schedule");
   set.add(s + ".warmup_steps", &warmup_steps, "linear warm-up steps", Range::non_negative());
   set.add(s + ".total_steps", &total_steps, "steps over which the cosine decays", Range::at_least(1));
   set.add(s + ".min_lr_ratio", &min_lr_ratio, "final lr / base lr", Range::closed(0, 1));
 }
 
 void ScheduleOptions::validate() const {
-  require(kind == "constant" || kind == "warmup_cosine", "schedule.kind must be constant or warmup_cosine, got '",
-          kind, "'");
   require(warmup_steps >= 0, "schedule.warmup_steps must be >= 0, got ", warmup_steps);
   require(total_steps >= 1, "schedule.total_steps must be >= 1, got ", total_steps);
-  require(kind != "warmup_cosine" || warmup_steps <= total_steps, "schedule.warmup_steps (", warmup_steps,
+  require(kind != ScheduleKind::WarmupCosine || warmup_steps <= total_steps, "schedule.warmup_steps (", warmup_steps,
           ") exceeds schedule.total_steps (", total_steps, ")");
   require(min_lr_ratio >= 0 && min_lr_ratio <= 1, "schedule.min_lr_ratio must be in [0, 1], got ", min_lr_ratio);
 }
 
 double scheduled_lr(const ScheduleOptions& s, double base, long step) {
-  if (s.kind == "constant") return base;
+  if (s.kind == ScheduleKind::Constant) return base;
   if (step < s.warmup_steps) return base * double(step + 1) / double(s.warmup_steps);
   const long decay_steps = s.total_steps - s.warmup_steps;
   if (decay_steps <= 0) return base;
@@ -69,7 +75,7 @@ void Optimizer::step(ParameterBuffer<T>& buf, double lr_in) {
   const T lr = T(lr_in), wd = T(opt_.weight_decay);
   const long n = buf.size();
   auto range = Kokkos::RangePolicy<ExecSpace>(0, n);
-  if (opt_.kind == "sgd") {
+  if (opt_.kind == OptimizerKind::Sgd) {
     const T mu = T(opt_.momentum);
     const bool use_m = opt_.momentum > 0;
     Kokkos::parallel_for("attnphys::sgd_step", range, KOKKOS_LAMBDA(long i) {
@@ -82,7 +88,7 @@ void Optimizer::step(ParameterBuffer<T>& buf, double lr_in) {
     });
     return;
   }
-  const bool decoupled = opt_.kind == "adamw";
+  const bool decoupled = opt_.kind == OptimizerKind::AdamW;
   const T b1 = T(opt_.beta1), b2 = T(opt_.beta2), eps = T(opt_.eps);
   const T bc1 = T(1.0 - std::pow(opt_.beta1, double(t_)));
   const T bc2_sqrt = T(std::sqrt(1.0 - std::pow(opt_.beta2, double(t_))));

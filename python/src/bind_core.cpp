@@ -150,7 +150,7 @@ void bind_core(py::module_& m) {
   opt.def(py::init([](const std::string& kind, double lr, double momentum, double beta1, double beta2, double eps,
                       double weight_decay) {
             OptimizerOptions o;
-            o.kind = kind;
+            o.kind = parse_optimizer_kind(kind);
             o.lr = lr;
             o.momentum = momentum;
             o.beta1 = beta1;
@@ -169,7 +169,7 @@ void bind_core(py::module_& m) {
         py::arg("buffer"), py::arg("max_norm"));
   m.def("scheduled_lr", [](const std::string& kind, double base, long step, long warmup, long total, double min_ratio) {
     ScheduleOptions s;
-    s.kind = kind;
+    s.kind = parse_schedule_kind(kind);
     s.warmup_steps = warmup;
     s.total_steps = total;
     s.min_lr_ratio = min_ratio;

@@ -186,11 +186,11 @@ py::dict train_defaults() {
   d["unroll"] = t.unroll;
   d["unroll_grad"] = t.unroll_grad;
   d["unroll_warmup_steps"] = t.unroll_warmup_steps;
-  d["optimizer"] = t.optimizer.kind;
+  d["optimizer"] = std::string(enum_name(t.optimizer.kind));
   d["lr"] = t.optimizer.lr;
   d["weight_decay"] = t.optimizer.weight_decay;
   d["clip_norm"] = t.optimizer.clip_norm;
-  d["schedule"] = t.schedule.kind;
+  d["schedule"] = std::string(enum_name(t.schedule.kind));
   d["warmup_steps"] = t.schedule.warmup_steps;
   d["min_lr_ratio"] = t.schedule.min_lr_ratio;
   return d;

@@ -20,7 +20,7 @@ ParameterBuffer<double> two_params() {
 }
 OptimizerOptions opts(const std::string& kind, double wd = 0, double momentum = 0) {
   OptimizerOptions o;
-  o.kind = kind;
+  o.kind = parse_optimizer_kind(kind);
   o.lr = 0.1;
   o.weight_decay = wd;
   o.momentum = momentum;
@@ -87,7 +87,7 @@ TEST(Optimizer, InvalidOptionsAreRefused) {
 
 TEST(Schedule, WarmupCosineShape) {
   ScheduleOptions s;
-  s.kind = "warmup_cosine";
+  s.kind = ScheduleKind::WarmupCosine;
   s.warmup_steps = 10;
   s.total_steps = 110;
   s.min_lr_ratio = 0.1;
@@ -100,9 +100,9 @@ TEST(Schedule, WarmupCosineShape) {
   EXPECT_NEAR(scheduled_lr(s, 1.0, 500), 0.1, 1e-15);
   for (long t = 10; t < 110; ++t) EXPECT_GE(scheduled_lr(s, 1.0, t), scheduled_lr(s, 1.0, t + 1));
   for (long t = 0; t < 9; ++t) EXPECT_LT(scheduled_lr(s, 1.0, t), scheduled_lr(s, 1.0, t + 1));
-  s.kind = "constant";
+  s.kind = ScheduleKind::Constant;
   EXPECT_EQ(scheduled_lr(s, 0.3, 77), 0.3);
-  s.kind = "warmup_cosine";
+  s.kind = ScheduleKind::WarmupCosine;
   s.warmup_steps = 200;
   EXPECT_THROW(s.validate(), Error);
 }

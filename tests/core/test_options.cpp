@@ -35,7 +35,7 @@ struct Fixture {
 TEST(Options, TomlAndOverrides) {
   Fixture f;
   f.set.load_string("[optimizer]\nkind = \"adam\"\nlr = 3e-4\n[train]\nsteps = 50\n[data]\ntimes = [0.5, 1]\n");
-  EXPECT_EQ(f.opt.kind, "adam");
+  EXPECT_EQ(f.opt.kind, OptimizerKind::Adam);
   EXPECT_DOUBLE_EQ(f.opt.lr, 3e-4);
   EXPECT_EQ(f.steps, 50);
   ASSERT_EQ(f.times.size(), 2u);
@@ -44,7 +44,7 @@ TEST(Options, TomlAndOverrides) {
   f.set.set("optimizer.kind=sgd");  // bare word for a string option
   f.set.set("train.steps=1e3");     // integral float is accepted for an integer
   EXPECT_DOUBLE_EQ(f.opt.lr, 0.01);
-  EXPECT_EQ(f.opt.kind, "sgd");
+  EXPECT_EQ(f.opt.kind, OptimizerKind::Sgd);
   EXPECT_EQ(f.steps, 1000);
 }
 

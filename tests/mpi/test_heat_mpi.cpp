@@ -54,9 +54,9 @@ HeatRunConfig tiny(const std::string& dir, long steps, const std::string& kind, 
   c.train.checkpoint_every = 3;
   c.train.out_dir = dir;
   c.train.progress = false;
-  c.train.optimizer.kind = opt;
+  c.train.optimizer.kind = parse_optimizer_kind(opt);
   c.train.optimizer.lr = opt == "sgd" ? 0.3 : 1e-2;
-  c.train.schedule.kind = "warmup_cosine";
+  c.train.schedule.kind = ScheduleKind::WarmupCosine;
   c.train.schedule.warmup_steps = 2;
   c.train.schedule.total_steps = 12;
   c.eval.rollout_steps = 2;

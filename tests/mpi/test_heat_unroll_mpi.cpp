@@ -43,7 +43,7 @@ UnrollRun train(const std::string& kind, const std::string& grad, const Comm& co
   t.batch = 5;
   t.eval_every = 3;
   t.progress = false;
-  t.optimizer.kind = "sgd";  // AdamW would move parameters whose exact gradient is 0 by ±lr (test_heat_mpi.cpp)
+  t.optimizer.kind = OptimizerKind::Sgd;  // AdamW would move parameters whose exact gradient is 0 by ±lr (test_heat_mpi.cpp)
   t.optimizer.lr = lr;
   t.schedule.warmup_steps = 2;
   t.schedule.total_steps = 6;

@@ -54,7 +54,7 @@ double train_and_test(const std::string& positional) {
   fill_uniform(buf.view1("head.weight"), 7, 999, -0.25, 0.25);
 
   OptimizerOptions oo;
-  oo.kind = "adam";
+  oo.kind = OptimizerKind::Adam;
   oo.lr = 3e-3;
   Optimizer opt(oo);
   ops::EncoderCache<float> cache;

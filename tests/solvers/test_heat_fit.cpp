@@ -42,7 +42,7 @@ HeatRunConfig tiny(const std::string& dir, const std::string& kind) {
   c.train.eval_every = 10;
   c.train.out_dir = dir;
   c.train.progress = false;
-  c.train.schedule.kind = "warmup_cosine";
+  c.train.schedule.kind = ScheduleKind::WarmupCosine;
   c.train.schedule.warmup_steps = 2;
   c.train.schedule.total_steps = 20;
   c.eval.rollout_steps = 0;

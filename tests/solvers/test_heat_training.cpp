@@ -49,7 +49,7 @@ HeatRunConfig tiny(const std::string& dir, long steps) {
   c.train.checkpoint_every = 5;
   c.train.out_dir = dir;
   c.train.progress = false;
-  c.train.schedule.kind = "warmup_cosine";
+  c.train.schedule.kind = ScheduleKind::WarmupCosine;
   c.train.schedule.warmup_steps = 5;
   c.train.schedule.total_steps = 40;
   c.eval.rollout_steps = 3;

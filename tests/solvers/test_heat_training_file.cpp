@@ -78,7 +78,7 @@ HeatRunConfig tiny(const std::string& dir, long steps, const std::string& file) 
   c.train.checkpoint_every = 1000;
   c.train.out_dir = dir;
   c.train.progress = false;
-  c.train.schedule.kind = "warmup_cosine";
+  c.train.schedule.kind = ScheduleKind::WarmupCosine;
   c.train.schedule.warmup_steps = 5;
   c.train.schedule.total_steps = steps;
   c.eval.rollout_steps = 3;

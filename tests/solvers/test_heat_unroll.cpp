@@ -449,7 +449,7 @@ HeatRunConfig tiny_run(const std::string& dir, long steps, const std::string& ki
   c.train.eval_every = 5;
   c.train.out_dir = dir;
   c.train.progress = false;
-  c.train.schedule.kind = "warmup_cosine";
+  c.train.schedule.kind = ScheduleKind::WarmupCosine;
   c.train.schedule.warmup_steps = 2;
   c.train.schedule.total_steps = steps;
   c.eval.rollout_steps = 0;

@@ -86,7 +86,7 @@ long share(long total, int ranks) { return (total + ranks - 1) / ranks; }
 
 OptimizerOptions adam_options(double lr) {
   OptimizerOptions a;
-  a.kind = "adam";
+  a.kind = OptimizerKind::Adam;
   a.lr = lr;
   return a;
 }

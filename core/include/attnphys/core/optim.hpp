@@ -9,8 +9,26 @@
 
 namespace attnphys {
 
+enum class OptimizerKind { Sgd, Adam, AdamW };
+// warmup_cosine: linear warm-up, then a half cosine down to min_lr_ratio (scheduled_lr).
+enum class ScheduleKind { Constant, WarmupCosine };
+
+template <>
+struct EnumNames<OptimizerKind> {
+  static constexpr EnumName<OptimizerKind> values[] = {
+      {OptimizerKind::Sgd, "sgd"}, {OptimizerKind::Adam, "adam"}, {OptimizerKind::AdamW, "adamw"}};
+};
+template <>
+struct EnumNames<ScheduleKind> {
+  static constexpr EnumName<ScheduleKind> values[] = {{ScheduleKind::Constant, "constant"},
+                                                      {ScheduleKind::WarmupCosine, "warmup_cosine"}};
+};
+// The names as configs and Python spell them ("optimizer.kind must be sgd, adam or adamw, got 'rmsprop'").
+OptimizerKind parse_optimizer_kind(const std::string& name);
+ScheduleKind parse_schedule_kind(const std::string& name);
+
 struct OptimizerOptions {
-  std::string kind = "adamw";  // sgd | adam | adamw
+  OptimizerKind kind = OptimizerKind::AdamW;
   double lr = 1e-3;
   double momentum = 0.0;       // sgd only
   double beta1 = 0.9;
@@ -24,7 +42,7 @@ struct OptimizerOptions {
 };
 
 struct ScheduleOptions {
-  std::string kind = "constant";  // constant | warmup_cosine
+  ScheduleKind kind = ScheduleKind::Constant;
   long warmup_steps = 0;
   long total_steps = 1000;
   double min_lr_ratio = 0.0;  // final lr as a fraction of the base lr (cosine)
