@@ -58,10 +58,14 @@ void EncoderOptions::declare(OptionSet& set, const std::string& s) {
 template <class T>
 Encoder<T>::Encoder(EncoderOptions options, std::string prefix) : opt_(std::move(options)), prefix_(std::move(prefix)) {
   opt_.validate();
+  pos_ = opt_.positional == "sinusoidal" ? Positional::Sinusoidal
+         : opt_.positional == "learned"  ? Positional::Learned
+         : opt_.positional == "coords"   ? Positional::Coords
+                                         : Positional::None;
   for (long l = 0; l < opt_.n_layers; ++l)
     blocks_.emplace_back(opt_.attention_options(), opt_.ff_width(), prefix_ + "layers." + std::to_string(l) + ".",
                          T(opt_.ln_eps));
-  if (opt_.positional == "coords") {
+  if (pos_ == Positional::Coords) {
     freqs_ = View2<T>("attnphys::coord_freqs", opt_.coord_features, opt_.coord_dim);
     fill_normal(freqs_, std::uint64_t(opt_.coord_seed), 0, 0.0, opt_.coord_sigma);
   }
@@ -73,11 +77,11 @@ void Encoder<T>::declare(ParameterBuffer<T>& buf) {
   offset_ = buf.size();
   const long d = opt_.d_model;
   if (opt_.d_in > 0) declare_linear(buf, plan_, prefix_ + "embed.", d, opt_.d_in);
-  if (opt_.positional == "learned") {
+  if (pos_ == Positional::Learned) {
     buf.add(prefix_ + "pos_embed", {opt_.max_len, d}, false);
     plan_.push_back({prefix_ + "pos_embed", InitSpec::Kind::Normal, 0.02});
   }
-  if (opt_.positional == "coords") declare_linear(buf, plan_, prefix_ + "coord_proj.", d, 2 * opt_.coord_features);
+  if (pos_ == Positional::Coords) declare_linear(buf, plan_, prefix_ + "coord_proj.", d, 2 * opt_.coord_features);
   for (const auto& b : blocks_) b.declare(buf, plan_);
   if (opt_.final_norm) declare_layernorm(buf, plan_, prefix_ + "norm.", d);
   count_ = buf.size() - offset_;
@@ -112,7 +116,7 @@ void Encoder<T>::forward(const Mat<T>& y, EncoderCache<T>& c, const ConstMat<T>&
           x.extent(1), ", expected ", tokens, "x", width, " (B*N tokens of ", width, " features)");
   require(long(y.extent(0)) == tokens && long(y.extent(1)) == d, "encoder: output is ", y.extent(0), "x",
           y.extent(1), ", expected ", tokens, "x", d);
-  require(opt_.positional != "learned" || len <= opt_.max_len, "encoder: length ", len, " exceeds max_len ",
+  require(pos_ != Positional::Learned || len <= opt_.max_len, "encoder: length ", len, " exceeds max_len ",
           opt_.max_len, " of the learned positional table");
   c.batch = batch;
   c.len = len;
@@ -128,10 +132,10 @@ void Encoder<T>::forward(const Mat<T>& y, EncoderCache<T>& c, const ConstMat<T>&
     linear_forward<T>(c.acts[0], c.input, params.view2(prefix_ + "embed.weight"), params.view1(prefix_ + "embed.bias"));
   else
     Kokkos::deep_copy(c.acts[0], c.input);
-  if (opt_.positional == "sinusoidal") sinusoidal_forward<T>(c.acts[0], batch, len);
-  if (opt_.positional == "learned")
+  if (pos_ == Positional::Sinusoidal) sinusoidal_forward<T>(c.acts[0], batch, len);
+  if (pos_ == Positional::Learned)
     broadcast_add_forward<T>(c.acts[0], params.view2(prefix_ + "pos_embed"), batch, len);
-  if (opt_.positional == "coords") {
+  if (pos_ == Positional::Coords) {
     const long rows = in.coords.extent(0);
     require(in.coords.extent(0) != 0 && long(in.coords.extent(1)) == opt_.coord_dim &&
                 (rows == len || rows == tokens),
@@ -175,9 +179,9 @@ void Encoder<T>::backward(const Mat<T>& dx, EncoderCache<T>& c, const ConstMat<T
     Kokkos::deep_copy(c.dres, View2<const T>(dy.data(), tokens, d));
   }
   for (long l = L - 1; l >= 0; --l) blocks_[l].backward(c.dres, c.blocks[l], c.acts[l], params, c.scratch);
-  if (opt_.positional == "learned")
+  if (pos_ == Positional::Learned)
     broadcast_add_backward<T>(params.view2(prefix_ + "pos_embed", Slot::Grads), c.dres, c.batch, c.len);
-  if (opt_.positional == "coords") {
+  if (pos_ == Positional::Coords) {
     const long rows = c.phi.extent(0);
     Kokkos::deep_copy(c.dcoord, T(0));
     broadcast_add_backward<T>(c.dcoord, c.dres, tokens / rows, rows);

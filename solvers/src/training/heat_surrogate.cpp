@@ -175,7 +175,10 @@ HeatSurrogate<T>::HeatSurrogate(SurrogateOptions options, int dim, std::vector<d
       kind_(opt_.kind == "kernel" ? Kind::Kernel : opt_.kind == "conditioned" ? Kind::Conditioned : Kind::Transformer),
       cond_memory_(opt_.conditioned_attention == "dense"   ? CondMemory::Dense
                    : opt_.conditioned_attention == "tiled" ? CondMemory::Tiled
-                                                           : CondMemory::Auto) {}
+                                                           : CondMemory::Auto),
+      coords_(opt_.coords == "harmonics" ? Coords::Harmonics
+              : opt_.coords == "fourier" ? Coords::Fourier
+                                         : Coords::None) {}
 
 template <class T>
 long HeatSurrogate<T>::cond_width() const {
@@ -542,7 +545,7 @@ void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, con
   grow_view(c.readout, "attnphys::surrogate_readout", tokens, 1);
   surrogate_features<T>(c.features, u, C > 0 ? extra : ConstMat<T>(),
                         opt_.dt_input ? ops::ConstVec<T>(c.shift) : ops::ConstVec<T>(), coords, len, opt_.harmonics,
-                        opt_.coords == "harmonics", axis_lengths(lengths_));
+                        coords_ == Coords::Harmonics, axis_lengths(lengths_));
   if (opt_.stencil) {
     if (c.grid_key != coords.data() || c.grid_len != len) {
       c.grid = infer_grid<T>(coords, len, dim_, lengths_);
@@ -554,7 +557,7 @@ void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, con
                         axis_lengths(lengths_));
   }
   ops::EncoderInputs<T> in;
-  if (opt_.coords == "fourier") in.coords = coords;
+  if (coords_ == Coords::Fourier) in.coords = coords;
   enc_.forward(c.hidden, c.enc, c.features, batch, len, params, in);
   ops::linear_forward<T>(c.readout, c.hidden, params.view2(head_ + "weight"), params.view1(head_ + "bias"));
   add_increment<T>(out, u, c.readout);

@@ -94,6 +94,8 @@ class Encoder {
 
  private:
   EncoderOptions opt_;
+  // opt_.positional parsed once, in the constructor (forward and backward dispatch on it).
+  enum class Positional { None, Sinusoidal, Learned, Coords } pos_ = Positional::None;
   std::string prefix_;
   std::vector<TransformerBlock<T>> blocks_;
   InitPlan plan_;

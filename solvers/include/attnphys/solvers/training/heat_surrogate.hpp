@@ -189,6 +189,7 @@ class HeatSurrogate {
   ops::InitPlan head_plan_, kernel_plan_;
   enum class Kind { Kernel, Conditioned, Transformer } kind_;
   enum class CondMemory { Auto, Dense, Tiled } cond_memory_;
+  enum class Coords { None, Harmonics, Fourier } coords_;  // model.coords, parsed once
   std::string lp(long l) const { return "kernel." + std::to_string(l) + "."; }
   void kernel_forward(const ops::Vec<T>& out, SurrogateCache<T>& c, const ops::ConstVec<T>& u,
                       const ConstMat<T>& coords, long batch, long len, const ParameterBuffer<T>& params) const;
