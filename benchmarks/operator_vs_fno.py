@@ -253,7 +253,9 @@ def run_ours(exe, fam, path, out_dir, budget, ours_set, probe_steps):
     probe_dir = out_dir + "_probe"
     _, _, _ = call(ours_set + [f"train.steps={probe_steps}", f"train.eval_every={probe_steps}",
                               f"train.out_dir={probe_dir}", "eval.speed=false"], "probe")
-    probe_step = median_step_seconds(os.path.join(probe_dir, "metrics.csv"))
+    # The median over the probe's second half: a run's first ~25 steps were measured slower (0.21 s against 0.13 s
+    # later on family m), and a probe of those alone planned too few steps (102 s used of a 160 s budget).
+    probe_step = median_step_seconds(os.path.join(probe_dir, "metrics.csv"), skip=probe_steps // 2)
     # 20 % for the validations and the noise of shared cores: in the first full run 0.9 was too little on family b
     # (118 steps planned, 82 done when the budget ran out, so the cosine schedule had not annealed).
     steps = max(10, int(0.8 * budget / probe_step)) if probe_step else 1000
@@ -477,7 +479,7 @@ def main():
         trivial = rel_l2(x, y)
         log(f"  data written in {gen_s:.1f} s; trivial predictor u(t+dt) = u(t): relative L2 {trivial:.3e}")
         ours = run_ours(exe, fam, path, os.path.join(args.work, f"run_{key}_{tag}"), budget, ours_set_of[key],
-                        probe_steps=8)
+                        probe_steps=60)
         log(f"  attnphys: {ours['test_rel_l2']:.3e} ({ours['n_parameters']} parameters, {ours['steps']} steps, "
             f"{fmt(ours['step_s'])} s/step, {ours['train_seconds']:.0f} s)")
         notes = []
