@@ -79,9 +79,10 @@ class Pool {
     }
   }
 
-  void loop() {
+  // `seen`: the generation current when the thread was made, so that a thread added by resize() waits for the next
+  // job instead of running the last one again over the job fields run() is about to rewrite.
+  void loop(unsigned long seen) {
     t_in_pool = true;
-    unsigned long seen = 0;
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mutex_);
@@ -99,7 +100,9 @@ class Pool {
     if (static_cast<int>(workers_.size()) == workers) return;
     stop_all();
     stop_ = false;
-    for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { loop(); });
+    // generation_ changes only in run(), which holds job_mutex_ (as does this caller), so it is stable here.
+    const unsigned long now = generation_;
+    for (int i = 0; i < workers; ++i) workers_.emplace_back([this, now] { loop(now); });
   }
 
   void stop_all() {
