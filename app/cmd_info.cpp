@@ -36,6 +36,9 @@ void register_info(CLI::App& app) {
       if (!info.blas_core.empty())
         std::cout << "BLAS kernels: " << info.blas_core << ", " << info.blas_threads << " thread(s)"
                   << (info.blas_coretype_env.empty() ? "" : " (OPENBLAS_CORETYPE=" + info.blas_coretype_env + ")")
+                  << (info.blas_thread_timeout > 0
+                          ? ", idle workers spin 2^" + std::to_string(info.blas_thread_timeout) + " cycles"
+                          : std::string())
                   << "\n";
       std::cout << "CPU: " << (info.cpu_model.empty() ? "unknown" : info.cpu_model)
                 << (info.cpu_simd.empty() ? "" : ", widest SIMD " + info.cpu_simd) << "\n";

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include <Kokkos_Core.hpp>
 #include <KokkosKernels_config.h>
@@ -27,7 +28,41 @@ namespace {
 std::mutex g_mutex;
 bool g_we_initialized_kokkos = false;
 bool g_we_initialized_mpi = false;
+bool g_blas_spin_tuned = false;
+
+// OpenBLAS' worker threads spin (sched_yield in a loop) for 2^28 cycles, about 0.1 s, after each product before
+// they sleep. Between two products attnphys runs its own kernels on the same cores (the host pool of
+// parallel.hpp), and the spinning workers then take time slices from them: on 2 cores a training step of the main
+// job's operator took 10-20 % longer, and varied more, than with a short spin. Unless the user chose a value
+// (OPENBLAS_THREAD_TIMEOUT or GOTO_THREAD_TIMEOUT), shorten the spin to 2^20 cycles (about 0.3 ms) and restart
+// OpenBLAS' thread server, which reads the value only when it starts. Done once, at initialisation, before any
+// product can be in flight; a no-op for other BLAS libraries and single-threaded OpenBLAS.
+constexpr int kBlasThreadTimeout = 20;
+void tune_blas_spin() {
+  if (g_blas_spin_tuned) return;
+  g_blas_spin_tuned = true;
+  if (std::getenv("OPENBLAS_THREAD_TIMEOUT") || std::getenv("GOTO_THREAD_TIMEOUT")) return;
+  using VoidFn = void (*)();
+  using IntFn = int (*)();
+  auto read_env = reinterpret_cast<VoidFn>(dlsym(RTLD_DEFAULT, "openblas_read_env"));
+  auto shutdown = reinterpret_cast<IntFn>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
+  auto init = reinterpret_cast<IntFn>(dlsym(RTLD_DEFAULT, "blas_thread_init"));
+  auto threads = reinterpret_cast<IntFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  if (!read_env || !shutdown || !init || !threads || threads() <= 1) return;
+  setenv("OPENBLAS_THREAD_TIMEOUT", std::to_string(kBlasThreadTimeout).c_str(), 0);
+  read_env();
+  shutdown();
+  init();
+}
 }  // namespace
+
+int blas_thread_timeout() {
+  using IntFn = int (*)();
+  auto fn = reinterpret_cast<IntFn>(dlsym(RTLD_DEFAULT, "openblas_thread_timeout"));
+  if (!fn) return 0;
+  const int v = fn();  // the value read from the environment; 0 when unset, then OpenBLAS' default 28
+  return v <= 0 ? 28 : (v < 4 ? 4 : (v > 30 ? 30 : v));
+}
 
 void ensure_initialized(int* argc, char*** argv) {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -49,6 +84,7 @@ void ensure_initialized(int* argc, char*** argv) {
     }
     g_we_initialized_kokkos = true;
   }
+  tune_blas_spin();
 }
 
 void finalize() {
@@ -199,6 +235,7 @@ RuntimeInfo runtime_info() {
     if (auto core = reinterpret_cast<CharFn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"))) info.blas_core = core();
     if (auto threads = reinterpret_cast<IntFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads")))
       info.blas_threads = threads();
+    info.blas_thread_timeout = blas_thread_timeout();
   } else if (dlsym(RTLD_DEFAULT, "mkl_get_version")) {
     info.blas_vendor = "Intel MKL";
   } else if (dlsym(RTLD_DEFAULT, "bli_info_get_version_str")) {
@@ -233,6 +270,7 @@ std::string to_json(const RuntimeInfo& info) {
   blas.set("version", info.blas_version);
   blas.set("core", info.blas_core);
   blas.set("threads", info.blas_threads);
+  blas.set("thread_timeout", info.blas_thread_timeout);
   blas.set("openblas_coretype", info.blas_coretype_env);
   j.set("blas", blas);
   Json cpu = Json::object();

@@ -111,6 +111,7 @@ void bind_core(py::module_& m) {
     d["blas_version"] = i.blas_version;
     d["blas_core"] = i.blas_core;
     d["blas_threads"] = i.blas_threads;
+    d["blas_thread_timeout"] = i.blas_thread_timeout;
     d["openblas_coretype"] = i.blas_coretype_env;
     d["cpu_model"] = i.cpu_model;
     d["cpu_simd"] = i.cpu_simd;

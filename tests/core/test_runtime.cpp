@@ -2,6 +2,8 @@
 // exact setting) when that core is a generic fallback on a CPU that supports better.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "attnphys/core/parallel.hpp"
 #include "attnphys/core/runtime.hpp"
 
@@ -44,4 +46,24 @@ TEST(RuntimeBlas, InfoNamesTheBlasItsCoreAndTheCpu) {
   fake.blas_warning = blas_core_advice(fake.blas_core, fake.cpu_simd);
   EXPECT_NE(to_json(fake).find("\"warnings\": [\"OpenBLAS chose its Prescott kernels"), std::string::npos);
   if (i.blas_warning.empty()) EXPECT_NE(j.find("\"warnings\": []"), std::string::npos);
+}
+
+// OpenBLAS' idle workers must not spin for its default ~0.1 s between products (they would take time slices from the
+// host pool's kernels): initialisation shortens the spin unless the user set it, and reports the value in effect.
+TEST(RuntimeBlas, IdleBlasWorkersSpinBrieflyUnlessTheUserChose) {
+  const RuntimeInfo i = runtime_info();
+  if (i.blas_vendor != "OpenBLAS") {
+    EXPECT_EQ(blas_thread_timeout(), 0);
+    GTEST_SKIP() << "not OpenBLAS";
+  }
+  EXPECT_EQ(i.blas_thread_timeout, blas_thread_timeout());
+  EXPECT_GE(i.blas_thread_timeout, 4);
+  EXPECT_LE(i.blas_thread_timeout, 30);
+  EXPECT_NE(to_json(i).find("\"thread_timeout\": " + std::to_string(i.blas_thread_timeout)), std::string::npos);
+  if (i.blas_threads > 1 && !std::getenv("GOTO_THREAD_TIMEOUT")) {
+    const char* env = std::getenv("OPENBLAS_THREAD_TIMEOUT");
+    ASSERT_NE(env, nullptr) << "initialisation should have set OPENBLAS_THREAD_TIMEOUT";
+    const int v = std::atoi(env);
+    EXPECT_EQ(i.blas_thread_timeout, v < 4 ? 4 : (v > 30 ? 30 : v));
+  }
 }

@@ -20,6 +20,7 @@ struct RuntimeInfo {
   std::string blas_version;       // "0.3.21"
   std::string blas_core;          // the kernel set OpenBLAS chose at load time ("SkylakeX", "Haswell", "Prescott")
   int blas_threads = 0;           // OpenBLAS' thread count
+  int blas_thread_timeout = 0;    // log2 of the cycles OpenBLAS' idle workers spin before they sleep (0: not OpenBLAS)
   std::string blas_coretype_env;  // OPENBLAS_CORETYPE as set in the environment (empty: unset)
   std::string cpu_model;          // /proc/cpuinfo "model name"
   std::string cpu_simd;           // the widest SIMD the CPU reports: "avx512", "avx2", "avx", "sse" (empty: unknown)
@@ -34,6 +35,11 @@ void ensure_initialized(int* argc = nullptr, char*** argv = nullptr);
 // Finalises Kokkos (and MPI if this library initialised it). Views must be gone by then.
 void finalize();
 bool is_initialized();
+
+// OpenBLAS' worker spin before sleeping, as log2 of cycles (0 when the BLAS is not OpenBLAS). ensure_initialized()
+// sets it to 20 (about 0.3 ms; OpenBLAS' default is 28, about 0.1 s) unless OPENBLAS_THREAD_TIMEOUT or
+// GOTO_THREAD_TIMEOUT is set: long spins take time slices from attnphys' own host threads between products.
+int blas_thread_timeout();
 
 RuntimeInfo runtime_info();
 std::string to_json(const RuntimeInfo& info);
