@@ -40,7 +40,8 @@ def machine():
     core: Debian's OpenBLAS 0.3.21 falls back to its Prescott kernels on some CPUs; `blas_warning` then says what
     to set)."""
     i = info()
-    keys = ("cpu_model", "cpu_simd", "blas", "blas_core", "blas_threads", "openblas_coretype", "blas_warning",
+    keys = ("cpu_model", "cpu_simd", "blas", "blas_core", "blas_threads", "blas_thread_timeout", "openblas_coretype",
+            "blas_warning",
             "default_execution_space", "concurrency", "host_threads")
     return {k: i[k] for k in keys}
 
