@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   o.n_heads = 4;
   o.n_layers = 4;
   o.d_ff = 256;
-  o.attention = attention;
+  o.attention = parse_enum<ops::AttentionKind>(attention, "--attention");
   ops::Encoder<float> enc(o);
   ParameterBuffer<float> buf;
   enc.declare(buf);

@@ -73,6 +73,42 @@ Unmanaged3<T> ParameterBuffer<T>::view3(const std::string& name, Slot s) const {
 }
 
 template <class T>
+ParamRef ParameterBuffer<T>::ref(const std::string& name) const {
+  const auto& b = block(name);
+  require(b.shape.size() <= 3, "parameter block '", name, "' has rank ", b.shape.size(), "; a ParamRef holds up to 3");
+  ParamRef r;
+  r.offset = b.offset;
+  r.size = b.size;
+  r.rank = int(b.shape.size());
+  for (int i = 0; i < r.rank; ++i) r.extent[i] = b.shape[i];
+  return r;
+}
+
+template <class T>
+T* ParameterBuffer<T>::ref_ptr(const ParamRef& r, int rank, Slot s) const {
+  require(r.resolved(), "parameter block used before the model declared its parameters (call declare() first)");
+  require(r.offset + r.size <= total_, "parameter block [", r.offset, ", ", r.offset + r.size,
+          ") lies outside this buffer of ", total_, " values: the buffer was not declared by this model");
+  require(rank == 1 || r.rank == rank, "parameter block at offset ", r.offset, " has rank ", r.rank, ", not ", rank);
+  return slot_ptr(s) + r.offset;
+}
+
+template <class T>
+Unmanaged1<T> ParameterBuffer<T>::view1(const ParamRef& r, Slot s) const {
+  return Unmanaged1<T>(ref_ptr(r, 1, s), r.size);
+}
+
+template <class T>
+Unmanaged2<T> ParameterBuffer<T>::view2(const ParamRef& r, Slot s) const {
+  return Unmanaged2<T>(ref_ptr(r, 2, s), r.extent[0], r.extent[1]);
+}
+
+template <class T>
+Unmanaged3<T> ParameterBuffer<T>::view3(const ParamRef& r, Slot s) const {
+  return Unmanaged3<T>(ref_ptr(r, 3, s), r.extent[0], r.extent[1], r.extent[2]);
+}
+
+template <class T>
 void ParameterBuffer<T>::zero(Slot s) {
   Kokkos::deep_copy(flat(s), T(0));
 }

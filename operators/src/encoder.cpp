@@ -7,10 +7,9 @@ namespace attnphys::ops {
 void EncoderOptions::validate() const {
   require(d_in >= 0, "encoder: d_in = ", d_in, " must be >= 0 (0: no input embedding)");
   require(n_layers >= 0, "encoder: n_layers = ", n_layers, " must be >= 0");
-  require(positional == "none" || positional == "sinusoidal" || positional == "learned" || positional == "coords",
-          "encoder: positional '", positional, "' is unknown: use none, sinusoidal, learned or coords");
-  require(positional != "learned" || max_len > 0, "encoder: a learned positional encoding needs max_len > 0");
-  require(positional != "coords" || (coord_dim > 0 && coord_features > 0 && coord_sigma > 0),
+  require(positional != PositionalKind::Learned || max_len > 0,
+          "encoder: a learned positional encoding needs max_len > 0");
+  require(positional != PositionalKind::Coords || (coord_dim > 0 && coord_features > 0 && coord_sigma > 0),
           "encoder: coordinate encodings need coord_dim > 0, coord_features > 0 and coord_sigma > 0");
   require(ln_eps > 0, "encoder: ln_eps must be positive");
   attention_options().validate();
@@ -20,7 +19,7 @@ AttentionOptions EncoderOptions::attention_options() const {
   AttentionOptions a;
   a.d_model = d_model;
   a.n_heads = n_heads;
-  a.kind = attention;
+  a.kind = enum_name(attention);
   a.causal = causal;
   a.window = window;
   a.periodic = periodic;
@@ -37,15 +36,14 @@ void EncoderOptions::declare(OptionSet& set, const std::string& s) {
   set.add(s + ".n_heads", &n_heads, "attention heads (must divide d_model)", Range::at_least(1));
   set.add(s + ".n_layers", &n_layers, "transformer blocks", Range::non_negative());
   set.add(s + ".d_ff", &d_ff, "feed-forward width (0: 4 * d_model)", Range::non_negative());
-  set.add(s + ".attention", &attention, "attention kind", {"dense", "tiled", "galerkin", "factored", "physics"});
+  set.add(s + ".attention", &attention, "attention kind");
   set.add(s + ".n_slices", &n_slices, "physics attention: slices per head", Range::at_least(1));
   set.add(s + ".causal", &causal, "attend only to earlier tokens");
   set.add(s + ".window", &window, "local attention window |i - j| <= window (negative: global)");
   set.add(s + ".periodic", &periodic, "ring distances for window, relative bias and factored weights");
   set.add(s + ".relative_bias", &relative_bias, "learned per-head score bias b_h(i - j)");
   set.add(s + ".max_len", &max_len, "longest sequence (learned encoding, relative tables)", Range::non_negative());
-  set.add(s + ".positional", &positional, "absolute positional information",
-          {"none", "sinusoidal", "learned", "coords"});
+  set.add(s + ".positional", &positional, "absolute positional information");
   set.add(s + ".coord_dim", &coord_dim, "coordinates per token (positional = coords)", Range::non_negative());
   set.add(s + ".coord_features", &coord_features, "random Fourier features of the coordinates",
           Range::at_least(1));
@@ -58,14 +56,10 @@ void EncoderOptions::declare(OptionSet& set, const std::string& s) {
 template <class T>
 Encoder<T>::Encoder(EncoderOptions options, std::string prefix) : opt_(std::move(options)), prefix_(std::move(prefix)) {
   opt_.validate();
-  pos_ = opt_.positional == "sinusoidal" ? Positional::Sinusoidal
-         : opt_.positional == "learned"  ? Positional::Learned
-         : opt_.positional == "coords"   ? Positional::Coords
-                                         : Positional::None;
   for (long l = 0; l < opt_.n_layers; ++l)
     blocks_.emplace_back(opt_.attention_options(), opt_.ff_width(), prefix_ + "layers." + std::to_string(l) + ".",
                          T(opt_.ln_eps));
-  if (pos_ == Positional::Coords) {
+  if (opt_.positional == PositionalKind::Coords) {
     freqs_ = View2<T>("attnphys::coord_freqs", opt_.coord_features, opt_.coord_dim);
     fill_normal(freqs_, std::uint64_t(opt_.coord_seed), 0, 0.0, opt_.coord_sigma);
   }
@@ -76,14 +70,28 @@ void Encoder<T>::declare(ParameterBuffer<T>& buf) {
   require(plan_.empty(), "encoder: declare() was already called");
   offset_ = buf.size();
   const long d = opt_.d_model;
-  if (opt_.d_in > 0) declare_linear(buf, plan_, prefix_ + "embed.", d, opt_.d_in);
-  if (pos_ == Positional::Learned) {
+  t_ = Tensors{};
+  if (opt_.d_in > 0) {
+    declare_linear(buf, plan_, prefix_ + "embed.", d, opt_.d_in);
+    t_.embed_w = buf.ref(prefix_ + "embed.weight");
+    t_.embed_b = buf.ref(prefix_ + "embed.bias");
+  }
+  if (opt_.positional == PositionalKind::Learned) {
     buf.add(prefix_ + "pos_embed", {opt_.max_len, d}, false);
     plan_.push_back({prefix_ + "pos_embed", InitSpec::Kind::Normal, 0.02});
+    t_.pos_embed = buf.ref(prefix_ + "pos_embed");
   }
-  if (pos_ == Positional::Coords) declare_linear(buf, plan_, prefix_ + "coord_proj.", d, 2 * opt_.coord_features);
-  for (const auto& b : blocks_) b.declare(buf, plan_);
-  if (opt_.final_norm) declare_layernorm(buf, plan_, prefix_ + "norm.", d);
+  if (opt_.positional == PositionalKind::Coords) {
+    declare_linear(buf, plan_, prefix_ + "coord_proj.", d, 2 * opt_.coord_features);
+    t_.coord_w = buf.ref(prefix_ + "coord_proj.weight");
+    t_.coord_b = buf.ref(prefix_ + "coord_proj.bias");
+  }
+  for (auto& b : blocks_) b.declare(buf, plan_);
+  if (opt_.final_norm) {
+    declare_layernorm(buf, plan_, prefix_ + "norm.", d);
+    t_.norm_w = buf.ref(prefix_ + "norm.weight");
+    t_.norm_b = buf.ref(prefix_ + "norm.bias");
+  }
   count_ = buf.size() - offset_;
 }
 
@@ -92,19 +100,6 @@ void Encoder<T>::init(ParameterBuffer<T>& buf, std::uint64_t seed) const {
   require(!plan_.empty() || count_ == 0, "encoder: declare() the parameters before init()");
   init_parameters(buf, plan_, seed);
 }
-
-namespace {
-template <class T>
-void alloc2(View2<T>& v, long a, long b) {
-  if (long(v.extent(0)) != a || long(v.extent(1)) != b)
-    v = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::encoder")), a, b);
-}
-template <class T>
-void alloc1(View1<T>& v, long a) {
-  if (long(v.extent(0)) != a)
-    v = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::encoder")), a);
-}
-}  // namespace
 
 template <class T>
 void Encoder<T>::forward(const Mat<T>& y, EncoderCache<T>& c, const ConstMat<T>& x, long batch, long len,
@@ -116,47 +111,46 @@ void Encoder<T>::forward(const Mat<T>& y, EncoderCache<T>& c, const ConstMat<T>&
           x.extent(1), ", expected ", tokens, "x", width, " (B*N tokens of ", width, " features)");
   require(long(y.extent(0)) == tokens && long(y.extent(1)) == d, "encoder: output is ", y.extent(0), "x",
           y.extent(1), ", expected ", tokens, "x", d);
-  require(pos_ != Positional::Learned || len <= opt_.max_len, "encoder: length ", len, " exceeds max_len ",
+  require(opt_.positional != PositionalKind::Learned || len <= opt_.max_len, "encoder: length ", len, " exceeds max_len ",
           opt_.max_len, " of the learned positional table");
   c.batch = batch;
   c.len = len;
   c.key_mask = in.key_mask;
-  alloc2(c.input, tokens, width);
+  grow_view(c.input, "attnphys::encoder", tokens, width);
   Kokkos::deep_copy(c.input, View2<const T>(x.data(), tokens, width));
   if (c.acts.size() != std::size_t(opt_.n_layers + 1)) c.acts.resize(opt_.n_layers + 1);
   if (c.blocks.size() != std::size_t(opt_.n_layers)) c.blocks.resize(opt_.n_layers);
-  for (auto& a : c.acts) alloc2(a, tokens, d);
-  alloc2(c.dres, tokens, d);
+  for (auto& a : c.acts) grow_view(a, "attnphys::encoder", tokens, d);
+  grow_view(c.dres, "attnphys::encoder", tokens, d);
 
   if (opt_.d_in > 0)
-    linear_forward<T>(c.acts[0], c.input, params.view2(prefix_ + "embed.weight"), params.view1(prefix_ + "embed.bias"));
+    linear_forward<T>(c.acts[0], c.input, params.view2(t_.embed_w), params.view1(t_.embed_b));
   else
     Kokkos::deep_copy(c.acts[0], c.input);
-  if (pos_ == Positional::Sinusoidal) sinusoidal_forward<T>(c.acts[0], batch, len);
-  if (pos_ == Positional::Learned)
-    broadcast_add_forward<T>(c.acts[0], params.view2(prefix_ + "pos_embed"), batch, len);
-  if (pos_ == Positional::Coords) {
+  if (opt_.positional == PositionalKind::Sinusoidal) sinusoidal_forward<T>(c.acts[0], batch, len);
+  if (opt_.positional == PositionalKind::Learned)
+    broadcast_add_forward<T>(c.acts[0], params.view2(t_.pos_embed), batch, len);
+  if (opt_.positional == PositionalKind::Coords) {
     const long rows = in.coords.extent(0);
     require(in.coords.extent(0) != 0 && long(in.coords.extent(1)) == opt_.coord_dim &&
                 (rows == len || rows == tokens),
             "encoder: coordinate encoding needs coords of shape [N or B*N, ", opt_.coord_dim, "], got ",
             in.coords.extent(0), "x", in.coords.extent(1));
     c.coord_batch = rows / len;
-    alloc2(c.phi, rows, 2 * opt_.coord_features);
-    alloc2(c.coord_enc, rows, d);
-    alloc2(c.dcoord, rows, d);
+    grow_view(c.phi, "attnphys::encoder", rows, 2 * opt_.coord_features);
+    grow_view(c.coord_enc, "attnphys::encoder", rows, d);
+    grow_view(c.dcoord, "attnphys::encoder", rows, d);
     fourier_features<T>(c.phi, in.coords, freqs_);
-    linear_forward<T>(c.coord_enc, c.phi, params.view2(prefix_ + "coord_proj.weight"),
-                      params.view1(prefix_ + "coord_proj.bias"));
+    linear_forward<T>(c.coord_enc, c.phi, params.view2(t_.coord_w), params.view1(t_.coord_b));
     broadcast_add_forward<T>(c.acts[0], c.coord_enc, rows == len ? batch : 1, rows);
   }
   for (long l = 0; l < opt_.n_layers; ++l)
     blocks_[l].forward(c.acts[l + 1], c.blocks[l], c.acts[l], batch, len, params, in.key_mask, c.scratch);
   if (opt_.final_norm) {
-    alloc1(c.norm_mean, tokens);
-    alloc1(c.norm_rstd, tokens);
-    layernorm_forward<T>(y, c.norm_mean, c.norm_rstd, c.acts[opt_.n_layers], params.view1(prefix_ + "norm.weight"),
-                         params.view1(prefix_ + "norm.bias"), T(opt_.ln_eps));
+    grow_view(c.norm_mean, "attnphys::encoder", tokens);
+    grow_view(c.norm_rstd, "attnphys::encoder", tokens);
+    layernorm_forward<T>(y, c.norm_mean, c.norm_rstd, c.acts[opt_.n_layers], params.view1(t_.norm_w),
+                         params.view1(t_.norm_b), T(opt_.ln_eps));
   } else {
     Kokkos::deep_copy(View2<T>(y.data(), tokens, d), c.acts[opt_.n_layers]);
   }
@@ -172,27 +166,24 @@ void Encoder<T>::backward(const Mat<T>& dx, EncoderCache<T>& c, const ConstMat<T
           dy.extent(1), ", expected ", tokens, "x", d);
   if (opt_.final_norm) {
     Kokkos::deep_copy(c.dres, T(0));
-    layernorm_backward<T>(c.dres, params.view1(prefix_ + "norm.weight", Slot::Grads),
-                          params.view1(prefix_ + "norm.bias", Slot::Grads), dy, c.acts[L],
-                          params.view1(prefix_ + "norm.weight"), c.norm_mean, c.norm_rstd);
+    layernorm_backward<T>(c.dres, params.view1(t_.norm_w, Slot::Grads), params.view1(t_.norm_b, Slot::Grads), dy,
+                          c.acts[L], params.view1(t_.norm_w), c.norm_mean, c.norm_rstd);
   } else {
     Kokkos::deep_copy(c.dres, View2<const T>(dy.data(), tokens, d));
   }
   for (long l = L - 1; l >= 0; --l) blocks_[l].backward(c.dres, c.blocks[l], c.acts[l], params, c.scratch);
-  if (pos_ == Positional::Learned)
-    broadcast_add_backward<T>(params.view2(prefix_ + "pos_embed", Slot::Grads), c.dres, c.batch, c.len);
-  if (pos_ == Positional::Coords) {
+  if (opt_.positional == PositionalKind::Learned)
+    broadcast_add_backward<T>(params.view2(t_.pos_embed, Slot::Grads), c.dres, c.batch, c.len);
+  if (opt_.positional == PositionalKind::Coords) {
     const long rows = c.phi.extent(0);
     Kokkos::deep_copy(c.dcoord, T(0));
     broadcast_add_backward<T>(c.dcoord, c.dres, tokens / rows, rows);
-    linear_backward<T>(Mat<T>(), params.view2(prefix_ + "coord_proj.weight", Slot::Grads),
-                       params.view1(prefix_ + "coord_proj.bias", Slot::Grads), c.dcoord, c.phi,
-                       params.view2(prefix_ + "coord_proj.weight"));
+    linear_backward<T>(Mat<T>(), params.view2(t_.coord_w, Slot::Grads), params.view1(t_.coord_b, Slot::Grads),
+                       c.dcoord, c.phi, params.view2(t_.coord_w));
   }
   if (opt_.d_in > 0) {
-    linear_backward<T>(dx, params.view2(prefix_ + "embed.weight", Slot::Grads),
-                       params.view1(prefix_ + "embed.bias", Slot::Grads), c.dres, c.input,
-                       params.view2(prefix_ + "embed.weight"));
+    linear_backward<T>(dx, params.view2(t_.embed_w, Slot::Grads), params.view1(t_.embed_b, Slot::Grads), c.dres,
+                       c.input, params.view2(t_.embed_w));
   } else if (dx.extent(0) != 0) {
     Kokkos::deep_copy(View2<T>(dx.data(), tokens, d), c.dres);
   }

@@ -159,7 +159,7 @@ py::dict to_dict(const training::SurrogateOptions& o) {
   d["n_heads"] = o.encoder.n_heads;
   d["n_layers"] = o.encoder.n_layers;
   d["d_ff"] = o.encoder.d_ff;
-  d["attention"] = o.encoder.attention;
+  d["attention"] = enum_name(o.encoder.attention);
   d["n_slices"] = o.encoder.n_slices;
   d["coords"] = o.coords;
   d["harmonics"] = o.harmonics;

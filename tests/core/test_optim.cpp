@@ -140,3 +140,43 @@ TEST(ParameterBuffer, BlocksAreViewsIntoOneAllocation) {
   EXPECT_THROW(p.view1("nope"), Error);
   EXPECT_THROW(p.set_host(std::vector<float>(3)), Error);
 }
+
+TEST(ParameterBuffer, ResolvedRefsGiveTheNamedViewsOfAnyBufferWithTheSameLayout) {
+  auto declare = [](ParameterBuffer<float>& p) {
+    p.add("w", {2, 3});
+    p.add("b", {3}, false);
+    p.add("t", {2, 1, 2});
+  };
+  ParameterBuffer<float> p;
+  declare(p);
+  const ParamRef w = p.ref("w"), b = p.ref("b"), t = p.ref("t");  // before allocate(), as models resolve them
+  p.allocate();
+  EXPECT_EQ(w.offset, 0);
+  EXPECT_EQ(b.offset, 6);
+  EXPECT_EQ(t.offset, 9);
+  EXPECT_EQ(p.view2(w).data(), p.view2("w").data());
+  EXPECT_EQ(p.view2(w).extent(0), 2u);
+  EXPECT_EQ(p.view2(w).extent(1), 3u);
+  EXPECT_EQ(p.view1(b, Slot::Grads).data(), p.view1("b", Slot::Grads).data());
+  EXPECT_EQ(p.view3(t, Slot::Moment2).data(), p.view3("t", Slot::Moment2).data());
+  EXPECT_EQ(p.view3(t).extent(2), 2u);
+  // A second buffer of the same layout (a reload, another model's copy): the same refs view its own storage.
+  ParameterBuffer<float> q;
+  declare(q);
+  q.allocate();
+  std::vector<float> v(q.size());
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = float(i);
+  q.set_host(v);
+  EXPECT_EQ(q.view2(w).data(), q.params().data());
+  auto qb = to_host(q.view1(b));
+  EXPECT_EQ(qb(0), 6.0f);
+  EXPECT_EQ(qb(2), 8.0f);
+  // Refusals: wrong rank, unresolved, a block outside a smaller buffer.
+  EXPECT_THROW(p.view2(b), Error);
+  EXPECT_THROW(p.view1(ParamRef{}), Error);
+  ParameterBuffer<float> small;
+  small.add("w", {2});
+  small.allocate();
+  EXPECT_THROW(small.view1(t), Error);
+  EXPECT_THROW(p.ref("nope"), Error);
+}

@@ -30,7 +30,7 @@ struct EncoderHarness {
     const long width = o.d_in > 0 ? o.d_in : o.d_model;
     x = randn(b * n * width, seed + 1);
     dy = randn(b * n * o.d_model, seed + 2);
-    if (o.positional == "coords") coords = randn(n * o.coord_dim, seed + 3);
+    if (o.positional == ops::PositionalKind::Coords) coords = randn(n * o.coord_dim, seed + 3);
   }
   long width() const { return opt.d_in > 0 ? opt.d_in : opt.d_model; }
 
@@ -84,7 +84,7 @@ inline ops::EncoderOptions small_options(const std::string& attention = "dense")
   o.n_heads = 2;
   o.n_layers = 2;
   o.d_ff = 12;
-  o.attention = attention;
+  o.attention = parse_enum<ops::AttentionKind>(attention, "encoder.attention");
   o.max_len = 6;
   return o;
 }

@@ -258,7 +258,7 @@ TEST(AttentionProperties, PermutationEquivariantOnlyWithoutPositions) {
   for (const char* kind : {"dense", "tiled", "galerkin"}) {
     auto o = small_options(kind);
     EXPECT_LT(equivariance_defect(o), 1e-13) << kind;
-    o.positional = "sinusoidal";
+    o.positional = ops::PositionalKind::Sinusoidal;
     EXPECT_GT(equivariance_defect(o), 1e-3) << kind;
   }
   auto o = small_options("dense");

@@ -34,7 +34,7 @@ std::vector<Case> cases() {
   o.relative_bias = true;
   c.push_back({"relative_bias_open", o});
   o.periodic = true;
-  o.attention = "tiled";
+  o.attention = ops::AttentionKind::Tiled;
   c.push_back({"relative_bias_periodic_tiled", o});
   o = small_options("factored");
   o.periodic = true;
@@ -45,12 +45,12 @@ std::vector<Case> cases() {
   o.window = 1;
   c.push_back({"factored_window_open_rows", o});
   o = small_options("dense");
-  o.positional = "sinusoidal";
+  o.positional = ops::PositionalKind::Sinusoidal;
   c.push_back({"sinusoidal", o});
-  o.positional = "learned";
+  o.positional = ops::PositionalKind::Learned;
   o.final_norm = false;
   c.push_back({"learned_no_final_norm", o});
-  o.positional = "coords";
+  o.positional = ops::PositionalKind::Coords;
   o.coord_dim = 2;
   o.coord_features = 3;
   o.d_in = 0;
@@ -85,7 +85,7 @@ TEST(EncoderGradients, TiledBackwardUsesSeveralTiles) {
 TEST(EncoderGradients, PerSampleJacobianRowsMatchFiniteDifferences) {
   auto o = small_options("dense");
   o.relative_bias = true;
-  o.positional = "learned";
+  o.positional = ops::PositionalKind::Learned;
   EncoderHarness h(o, 3, 4);
   h.key_mask = {1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0};
   View2<double> cd;

@@ -43,7 +43,7 @@ double train_and_test(const std::string& positional) {
   o.n_layers = 1;
   o.d_ff = 32;
   o.max_len = N;
-  o.positional = positional;
+  o.positional = parse_enum<ops::PositionalKind>(positional, "encoder.positional");
   ops::Encoder<float> enc(o);
   ParameterBuffer<float> buf;
   enc.declare(buf);

@@ -65,7 +65,7 @@ SurrogateOptions::SurrogateOptions() {
   encoder.n_heads = 4;
   encoder.n_layers = 1;
   encoder.d_ff = 64;
-  encoder.attention = "dense";
+  encoder.attention = ops::AttentionKind::Dense;
   encoder.final_norm = false;  // keeps the readout linear in the features: the heat map itself is linear
 }
 
@@ -87,7 +87,9 @@ void SurrogateOptions::declare(OptionSet& set) {
   set.add("model.n_heads", &encoder.n_heads, "attention heads (must divide d_model)", Range::at_least(1));
   set.add("model.n_layers", &encoder.n_layers, "transformer blocks", Range::at_least(1));
   set.add("model.d_ff", &encoder.d_ff, "feed-forward width (0: 4 * d_model)", Range::non_negative());
-  set.add("model.attention", &encoder.attention, "attention kind", {"dense", "tiled", "galerkin", "physics"});
+  set.add("model.attention", &encoder.attention, "attention kind",
+          {ops::AttentionKind::Dense, ops::AttentionKind::Tiled, ops::AttentionKind::Galerkin,
+           ops::AttentionKind::Physics});
   set.add("model.n_slices", &encoder.n_slices, "physics attention: slices per head", Range::at_least(1));
   set.add("model.coords", &coords, "coordinate encoding", {"harmonics", "fourier", "none"});
   set.add("model.harmonics", &harmonics, "harmonics per axis (coords = harmonics)", Range::at_least(1));
@@ -144,8 +146,9 @@ void SurrogateOptions::validate() const {
           "model.kind = conditioned only: set model.kind = conditioned or model.local_radius = 0");
   require(kind != "kernel" || !stencil, "model.stencil adds nonlinear token features; model.kind = kernel is linear ",
           "in the field: use model.kind = transformer");
-  require(encoder.attention != "factored", "model.attention = factored needs a fixed sequence length; the heat ",
-          "surrogate evaluates on other grids: use dense, tiled or galerkin");
+  require(encoder.attention != ops::AttentionKind::Factored,
+          "model.attention = factored needs a fixed sequence length; the heat surrogate evaluates on other grids: ",
+          "use dense, tiled or galerkin");
 }
 
 long SurrogateOptions::num_features(int dim) const {
@@ -165,7 +168,8 @@ HeatSurrogate<T>::HeatSurrogate(SurrogateOptions options, int dim, std::vector<d
         require(dim >= 1 && dim <= 3, "the heat surrogate handles 1D, 2D and 3D grids, got dim = ", dim);
         require(long(lengths.size()) == dim, "heat surrogate: ", lengths.size(), " box lengths for dim ", dim);
         options.encoder.d_in = options.num_features(dim);
-        options.encoder.positional = options.coords == "fourier" ? "coords" : "none";
+        options.encoder.positional =
+            options.coords == "fourier" ? ops::PositionalKind::Coords : ops::PositionalKind::None;
         options.encoder.coord_dim = options.coords == "fourier" ? dim : 0;
         return options;
       }()),

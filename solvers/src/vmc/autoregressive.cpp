@@ -38,10 +38,11 @@ ops::EncoderOptions AutoregressiveOptions::encoder_options(int n) const {
   e.n_heads = n_heads;
   e.n_layers = n_layers;
   e.d_ff = d_ff;
-  e.attention = "dense";
+  e.attention = ops::AttentionKind::Dense;
   e.causal = true;
   e.max_len = n;
-  e.positional = enum_name(positional);  // the operators' encoding of the same name
+  e.positional = positional == AutoregressivePositional::Learned ? ops::PositionalKind::Learned
+                                                                  : ops::PositionalKind::Sinusoidal;
   e.final_norm = true;
   return e;
 }

@@ -88,11 +88,11 @@ ops::EncoderOptions make_encoder_options(int n, bool periodic, const Transformer
   e.n_heads = o.n_heads;
   e.n_layers = o.n_layers;
   e.d_ff = o.d_ff > 0 ? o.d_ff : 2 * o.d_model;
-  e.attention = enum_name(o.attention);  // the operators' kind of the same name
+  e.attention = o.attention == TransformerAttention::Dense ? ops::AttentionKind::Dense : ops::AttentionKind::Factored;
   e.periodic = periodic;
   e.relative_bias = o.attention == TransformerAttention::Dense;
   e.max_len = n / o.patch_size;
-  e.positional = learned_positions(periodic, o) ? "learned" : "none";
+  e.positional = learned_positions(periodic, o) ? ops::PositionalKind::Learned : ops::PositionalKind::None;
   e.final_norm = true;
   return e;
 }

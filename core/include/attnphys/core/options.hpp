@@ -126,6 +126,20 @@ class OptionSet {
              });
   }
 
+  // An enum field that takes only some of its values (`allowed`, in this order); the others are refused like an
+  // unknown name.
+  template <class E, std::enable_if_t<has_enum_names<E>::value, int> = 0>
+  void add(const std::string& key, E* target, const std::string& help, std::vector<E> allowed) {
+    std::vector<std::string> names;
+    for (E e : allowed) names.emplace_back(enum_name(e));
+    add_enum(key, help, std::move(names), [target, allowed](std::size_t i) { *target = allowed[i]; },
+             [target, allowed]() {
+               for (std::size_t i = 0; i < allowed.size(); ++i)
+                 if (allowed[i] == *target) return i;
+               return std::size_t(0);
+             });
+  }
+
   // Reads a TOML file; every key in it must be declared.
   void load_file(const std::string& path);
   void load_string(const std::string& toml_text, const std::string& source = "<string>");

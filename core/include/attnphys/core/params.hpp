@@ -24,6 +24,18 @@ struct ParameterBlock {
   bool decay = true;  // whether AdamW's weight decay applies (off for biases and norms)
 };
 
+// A block resolved once by name, when a model declares its parameters: where it starts in the flat slots and its
+// shape. Views made from a ParamRef do no name lookup, so forward and backward passes build no strings; it stores
+// positions, not pointers, so it stays right for every buffer with the same layout (a copy, set_host, a reloaded
+// checkpoint) and needs no re-binding when the storage changes.
+struct ParamRef {
+  long offset = -1;  // -1: not resolved (the model's declare() has not run)
+  long size = 0;
+  int rank = 0;
+  long extent[3] = {0, 0, 0};
+  bool resolved() const { return offset >= 0; }
+};
+
 template <class T>
 class ParameterBuffer {
  public:
@@ -48,6 +60,11 @@ class ParameterBuffer {
   Unmanaged1<T> view1(const std::string& name, Slot s = Slot::Params) const;
   Unmanaged2<T> view2(const std::string& name, Slot s = Slot::Params) const;
   Unmanaged3<T> view3(const std::string& name, Slot s = Slot::Params) const;
+  // The same views from a block resolved once (ref() at declare time); only integer checks, no name lookup.
+  ParamRef ref(const std::string& name) const;
+  Unmanaged1<T> view1(const ParamRef& r, Slot s = Slot::Params) const;
+  Unmanaged2<T> view2(const ParamRef& r, Slot s = Slot::Params) const;
+  Unmanaged3<T> view3(const ParamRef& r, Slot s = Slot::Params) const;
   // 1 where weight decay applies, 0 elsewhere.
   Unmanaged1<const T> decay_mask() const { return decay_mask_; }
 
@@ -65,6 +82,7 @@ class ParameterBuffer {
   View2<T> storage_;
   View1<T> decay_mask_;
   T* slot_ptr(Slot s) const;
+  T* ref_ptr(const ParamRef& r, int rank, Slot s) const;
 };
 
 extern template class ParameterBuffer<float>;

@@ -17,6 +17,7 @@
 // with T = 2*max_len - 1 (open) or max_len (periodic).
 #include <string>
 
+#include "attnphys/core/options.hpp"
 #include "attnphys/operators/attention_core.hpp"
 #include "attnphys/operators/init.hpp"
 #include "attnphys/operators/physics_attention.hpp"
@@ -27,6 +28,20 @@ namespace attnphys::ops {
 enum class AttentionKind { Dense, Tiled, Galerkin, Factored, Physics };
 // "dense" | "tiled" | "galerkin" | "factored" | "physics"; anything else is refused with the list.
 AttentionKind parse_attention_kind(const std::string& kind);
+}  // namespace attnphys::ops
+
+namespace attnphys {
+template <>
+struct EnumNames<ops::AttentionKind> {
+  static constexpr EnumName<ops::AttentionKind> values[] = {{ops::AttentionKind::Dense, "dense"},
+                                                            {ops::AttentionKind::Tiled, "tiled"},
+                                                            {ops::AttentionKind::Galerkin, "galerkin"},
+                                                            {ops::AttentionKind::Factored, "factored"},
+                                                            {ops::AttentionKind::Physics, "physics"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::ops {
 
 struct AttentionOptions {
   long d_model = 64;

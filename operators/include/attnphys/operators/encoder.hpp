@@ -15,20 +15,39 @@
 
 namespace attnphys::ops {
 
+// Absolute positional information added to the embedded tokens.
+enum class PositionalKind { None, Sinusoidal, Learned, Coords };
+
+}  // namespace attnphys::ops
+
+namespace attnphys {
+template <>
+struct EnumNames<ops::PositionalKind> {
+  static constexpr EnumName<ops::PositionalKind> values[] = {{ops::PositionalKind::None, "none"},
+                                                             {ops::PositionalKind::Sinusoidal, "sinusoidal"},
+                                                             {ops::PositionalKind::Learned, "learned"},
+                                                             {ops::PositionalKind::Coords, "coords"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::ops {
+
+// The kinds are parsed where the options are read (TOML, --set, Python keywords: OptionSet, through the names above
+// and EnumNames<AttentionKind>); the encoder dispatches on them.
 struct EncoderOptions {
   long d_in = 0;          // input features per token; 0: the input already has d_model features (no embedding)
   long d_model = 64;
   long n_heads = 4;
   long n_layers = 2;
   long d_ff = 0;          // feed-forward width; 0: 4 * d_model
-  std::string attention = "dense";  // dense | tiled | galerkin | factored | physics
+  AttentionKind attention = AttentionKind::Dense;  // dense | tiled | galerkin | factored | physics
   long n_slices = 32;     // physics attention: slices per head
   bool causal = false;
   long window = -1;       // local attention |i - j| <= window; negative: global
   bool periodic = false;  // ring distances (window, relative bias, factored weights)
   bool relative_bias = false;
   long max_len = 0;       // longest sequence (learned encoding, relative bias, factored attention)
-  std::string positional = "none";  // none | sinusoidal | learned | coords
+  PositionalKind positional = PositionalKind::None;  // none | sinusoidal | learned | coords
   long coord_dim = 0;     // coordinates per token (positional = coords)
   long coord_features = 16;    // random Fourier features (2x this many inputs to the projection)
   double coord_sigma = 1.0;    // frequency scale of the features, in inverse coordinate units
@@ -94,9 +113,15 @@ class Encoder {
 
  private:
   EncoderOptions opt_;
-  // opt_.positional parsed once, in the constructor (forward and backward dispatch on it).
-  enum class Positional { None, Sinusoidal, Learned, Coords } pos_ = Positional::None;
   std::string prefix_;
+  // The encoder's own parameter blocks, resolved once in declare() (llm.c's ParameterTensors): forward and backward
+  // build their views from these, with no name lookups. Unused blocks stay unresolved.
+  struct Tensors {
+    ParamRef embed_w, embed_b;      // d_in > 0
+    ParamRef pos_embed;             // positional = learned
+    ParamRef coord_w, coord_b;      // positional = coords
+    ParamRef norm_w, norm_b;        // final_norm
+  } t_;
   std::vector<TransformerBlock<T>> blocks_;
   InitPlan plan_;
   View2<T> freqs_;  // random Fourier frequencies [coord_features, coord_dim]

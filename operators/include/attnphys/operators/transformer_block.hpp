@@ -23,7 +23,8 @@ class TransformerBlock {
   const MultiHeadAttention<T>& attention() const { return attn_; }
   long d_ff() const { return d_ff_; }
 
-  void declare(ParameterBuffer<T>& buf, InitPlan& plan) const;
+  // Adds the block's parameters to buf and resolves the block's own ones (norms, feed-forward) for forward/backward.
+  void declare(ParameterBuffer<T>& buf, InitPlan& plan);
   // y [B*N, d] (must not alias x); x is kept by the caller until backward.
   void forward(const Mat<T>& y, BlockCache<T>& cache, const ConstMat<T>& x, long batch, long len,
                const ParameterBuffer<T>& params, const IntMask& key_mask, AttentionScratch<T>& ws) const;
@@ -36,6 +37,11 @@ class TransformerBlock {
   long d_ff_ = 0;
   std::string prefix_;
   T eps_ = T(1e-5);
+  // Resolved once in declare(): forward and backward build their views from these, with no name lookups.
+  struct Tensors {
+    ParamRef norm1_w, norm1_b, norm2_w, norm2_b;
+    ParamRef linear1_w, linear1_b, linear2_w, linear2_b;
+  } t_;
 };
 
 extern template class TransformerBlock<float>;
