@@ -295,20 +295,11 @@ bool end_of_sweep(int sw, int nsweeps, const SweepParams& p, const DmrgOptions& 
 }  // namespace detail
 
 Symmetry parse_symmetry(const std::string& name) {
-  if (name == "auto") return Symmetry::Auto;
-  if (name == "u1") return Symmetry::U1;
-  if (name == "none") return Symmetry::None;
+  if (auto s = find_enum<Symmetry>(name)) return *s;
   fail("unknown DMRG symmetry '", name, "': use auto (U(1) when the model conserves Sz), u1 or none (dense)");
 }
 
-const char* symmetry_name(Symmetry s) {
-  switch (s) {
-    case Symmetry::Auto: return "auto";
-    case Symmetry::U1: return "u1";
-    case Symmetry::None: return "none";
-  }
-  return "?";
-}
+const char* symmetry_name(Symmetry s) { return enum_name(s); }
 
 void check_variance(DmrgResult& r, double variance, const DmrgOptions& opt) {
   const double goal = opt.variance_tol * std::max(1.0, std::abs(r.energy));

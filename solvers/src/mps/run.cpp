@@ -11,7 +11,6 @@ namespace attnphys::mps {
 
 void DmrgRunConfig::declare(OptionSet& s) {
   model.declare(s);
-  symmetry_text_ = symmetry_name(symmetry);
   s.add("dmrg.chi", &chi, "largest bond dimension", Range::at_least(1));
   s.add("dmrg.sweeps", &sweeps, "maximum number of sweeps", Range::at_least(1));
   s.add("dmrg.cutoff", &cutoff, "discarded weight allowed per bond", Range::non_negative());
@@ -19,20 +18,16 @@ void DmrgRunConfig::declare(OptionSet& s) {
         Range::non_negative());
   s.add("dmrg.niter", &niter, "Davidson iterations per bond (only with dmrg.davidson_adaptive=false)",
         Range::at_least(1));
-  s.add("dmrg.symmetry", &symmetry_text_,
+  s.add("dmrg.symmetry", &symmetry,
         "auto: U(1) block-sparse DMRG when the model conserves Sz (heisenberg, xxz, j1j2), dense otherwise; "
-        "u1; none (dense)",
-        {"auto", "u1", "none"});
+        "u1; none (dense)");
   s.add("dmrg.save", &save, "write the final MPS to this HDF5 file");
   s.add("dmrg.variance", &variance, "also compute <H^2> - <H>^2");
   s.add("dmrg.magnetization", &magnetization, "also measure <Sz_i> on every site");
   dmrg.declare(s);
 }
 
-void DmrgRunConfig::resolve() {
-  symmetry = parse_symmetry(symmetry_text_);
-  validate();
-}
+void DmrgRunConfig::resolve() { validate(); }
 
 void DmrgRunConfig::validate() const {
   model.validate();

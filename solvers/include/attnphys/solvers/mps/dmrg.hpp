@@ -89,6 +89,18 @@ struct DmrgResult {
 
 // Which DMRG a job runs: U(1) block-sparse when the MPO conserves Sz (auto picks it then), or dense.
 enum class Symmetry { Auto, U1, None };
+}  // namespace attnphys::mps
+
+namespace attnphys {
+template <>
+struct EnumNames<mps::Symmetry> {
+  static constexpr EnumName<mps::Symmetry> values[] = {
+      {mps::Symmetry::Auto, "auto"}, {mps::Symmetry::U1, "u1"}, {mps::Symmetry::None, "none"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::mps {
+// The names of EnumNames<Symmetry>; an unknown name is refused with them.
 Symmetry parse_symmetry(const std::string& name);  // "auto" | "u1" | "none"
 const char* symmetry_name(Symmetry s);
 

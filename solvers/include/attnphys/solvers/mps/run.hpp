@@ -4,7 +4,7 @@
 // dense DMRG from a product state, then the energy, variance and magnetisation of the final state.
 //
 //   OptionSet set; DmrgRunConfig cfg; cfg.declare(set); set.load_file(path); set.set_all(overrides);
-//   cfg.resolve();                 // parses the choices read as text (dmrg.symmetry) and validates
+//   cfg.resolve();                 // validates the resolved settings
 //   DmrgRunResult r = run_dmrg(cfg);
 //   r.to_json()                    // the CLI's --json line and the Python dict
 //
@@ -35,13 +35,10 @@ struct DmrgRunConfig {
 
   // model.* and dmrg.* keys (DmrgOptions' too).
   void declare(OptionSet& set);
-  // After the set has taken its values: the text choices into their enums, then validate().
+  // After the set has taken its values (dmrg.symmetry is read into the enum by the set itself): validate().
   void resolve();
   // Refuses impossible settings with the field named (chi, sweeps, niter >= 1; cutoff, noise >= 0; the model).
   void validate() const;
-
- private:
-  std::string symmetry_text_ = "auto";  // the dmrg.symmetry key as read
 };
 
 struct DmrgRunResult {
