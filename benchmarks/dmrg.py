@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""DMRG against TeNPy, same cases and settings in one run (issue 18).
+"""DMRG against TeNPy, same cases and settings in one run.
 
     benchmarks/run dmrg [--n 100] [--chi 100] [--no-tenpy] [--no-dense] [--venv DIR]
 

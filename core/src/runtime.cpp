@@ -32,8 +32,8 @@ bool g_blas_spin_tuned = false;
 
 // OpenBLAS' worker threads spin (sched_yield in a loop) for 2^28 cycles, about 0.1 s, after each product before
 // they sleep. Between two products attnphys runs its own kernels on the same cores (the host pool of
-// parallel.hpp), and the spinning workers then take time slices from them: on 2 cores a training step of the main
-// job's operator took 10-20 % longer, and varied more, than with a short spin. Unless the user chose a value
+// parallel.hpp), and the spinning workers then take time slices from them, which makes those kernels slower and
+// their timings noisier when cores are few. Unless the user chose a value
 // (OPENBLAS_THREAD_TIMEOUT or GOTO_THREAD_TIMEOUT), shorten the spin to 2^20 cycles (about 0.3 ms) and restart
 // OpenBLAS' thread server, which reads the value only when it starts. Done once, at initialisation, before any
 // product can be in flight; a no-op for other BLAS libraries and single-threaded OpenBLAS.

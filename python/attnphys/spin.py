@@ -1,6 +1,6 @@
 """Spin chains: models, exact diagonalisation, local energies, the RBM baseline and VMC.
 
-Conventions (MISSION.md): TFIM H = -J Σ Z_i Z_{i+1} - h Σ X_i (Pauli matrices); XXZ/Heisenberg/J1-J2 with spin-1/2
+Conventions (as in the README): TFIM H = -J Σ Z_i Z_{i+1} - h Σ X_i (Pauli matrices); XXZ/Heisenberg/J1-J2 with spin-1/2
 operators S = σ/2. Spins are ±1 arrays of shape [B, N]; σ_i = +1 is spin up (bit i set in a basis state).
 
     from attnphys import spin

@@ -1,4 +1,4 @@
-// Attention buffers that cannot fit are refused before any is allocated, with the size they need (issue 22, item 5):
+// Attention buffers that cannot fit are refused before any is allocated, with the size they need:
 // the N x N probabilities of dense attention and the O(B N d) buffers of every kind.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Lanczos against dense eigensolvers, and ED against the closed-form and Bethe-ansatz values of MISSION.md.
+// Lanczos against dense eigensolvers, and ED against closed-form and Bethe-ansatz energies of the chain models.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 #pragma once
-// Dense Hamiltonians of the MISSION.md chains built straight from their definitions (bit i of a basis index,
+// Dense Hamiltonians of the chain models (the README's conventions) built straight from their definitions (bit i of a basis index,
 // counted from the most significant end, is site i; 0 = up), for checking MPOs and DMRG on small chains.
 #include <Eigen/Dense>
 #include <vector>

@@ -1,4 +1,4 @@
-// Requests that cannot fit are refused before they start, with the size they need (issue 22, item 5): ED beyond
+// Requests that cannot fit are refused before they start, with the size they need: ED beyond
 // memory, DMRG bond dimensions, heat dataset files larger than the free disk. Absurd sizes, so that nothing is
 // allocated on any machine; ATTNPHYS_MEMORY_LIMIT shows the same checks at ordinary sizes.
 #include <gtest/gtest.h>

@@ -310,10 +310,9 @@ void QEnvWork::update_right(const QEnv& right, const QSiteTensor& bt, const MpoS
         const long to = lb.offset(l, s) < 0 ? -1 : toff_[(std::size_t(l) * d + s) * wr + c];
         if (to < 0) continue;
         const int r = lb.rsec(l, s), rp = lb.right.find(lb.right.charge[r] + dr[c]);
-        const long rowsR = right.m[rp].rows(), dimr = lb.right.dim[r], dimrp = lb.right.dim[rp];
+        const long dimr = lb.right.dim[r], dimrp = lb.right.dim[rp];
         Eigen::Map<Eigen::MatrixXd>(t + to, lb.left.dim[l], dimrp).noalias() =
             bt.block(l, s) * right.m[rp].middleRows(right.row(rp, c), dimr);
-        (void)rowsR;
       }
   // U(l', a, s') (dim l x dim r', l = sector of Q(l') - D(a), r' = right sector of B(l', s'))
   out.layout(lb.left, dl, false);

@@ -47,7 +47,8 @@ std::string to_json(const RuntimeInfo& info);
 // The advice attnphys gives about OpenBLAS' kernel choice: empty when the core `core` suits a CPU whose widest
 // SIMD is `simd` ("avx512", "avx2", ...), otherwise a warning that names the core, what the CPU supports and the
 // exact setting to use (OPENBLAS_CORETYPE=SkylakeX or Haswell). Debian's OpenBLAS 0.3.21 does not recognise some
-// newer CPUs and falls back to its Prescott (SSE3) kernels: sgemm then ran 5–6x slower on this project's machines.
+// newer CPUs and falls back to its Prescott (SSE3) kernels, which run dense products several times slower (the
+// README's measured results give the figures).
 std::string blas_core_advice(const std::string& core, const std::string& simd);
 
 // Scope guard for main(): initialises on construction, finalises on destruction.

@@ -57,7 +57,7 @@ class AutoMpo {
   std::vector<OpTerm> terms_;
 };
 
-// The chains of shared/MISSION.md as terms, and as an MPO.
+// The chain models (spin::ChainModel, conventions as in the README) as terms, and as an MPO.
 AutoMpo chain_terms(const spin::ChainModel& model);
 Mpo chain_mpo(const spin::ChainModel& model);
 
