@@ -431,11 +431,12 @@ HeatDatasetSummary write_heat_dataset(const heat::HeatProblem& problem, const he
             for (long j = 0; j < ny; ++j)
               for (long i = 0; i < nx; ++i) dst[file_index(0, j, i)] = h(s, k, j, i);
           }
-        for (long s = 0; s < count; ++s)
-          for (std::size_t q = 1; q < channels.size(); ++q) {
-            if (channels[q].name == "kappa") put_field(at(channels[q], s), constant_kappa);
-            if (channels[q].name == "boundary") put_field(at(channels[q], s), constant_boundary);
-          }
+        // The channels after data, in their order: kappa, source, boundary, faces (source and faces stay as they are).
+        const std::size_t kappa_q = 1, boundary_q = 1 + std::size_t(has_kappa) + std::size_t(has_source);
+        for (long s = 0; s < count; ++s) {
+          if (has_kappa) put_field(at(channels[kappa_q], s), constant_kappa);
+          if (has_boundary) put_field(at(channels[boundary_q], s), constant_boundary);
+        }
       } else {
         for (long s = 0; s < count; ++s) {
           const long index = first + s;
