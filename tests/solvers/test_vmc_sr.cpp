@@ -76,6 +76,86 @@ TEST(StochasticReconfiguration, PxPAndMinSrMatchDenseReference) {
   }
 }
 
+// The complex solve of a holomorphic Jacobian (O of Im w = i O of Re w) is the real P×P solve, column for column;
+// a Jacobian that is not holomorphic is refused (nothing written), and so are pairs that miss a column.
+TEST(StochasticReconfiguration, HolomorphicSolveMatchesTheRealPxPSolve) {
+  const long M = 50, K1 = 6, K2 = 3, K = K1 + K2, P = 2 * K;
+  // Layout as the RBM's: [w1_re (K1), w1_im (K1), w2_re (K2), w2_im (K2)].
+  std::vector<ParameterBlock> blocks = {{"w1_re", {K1}, 0, K1}, {"w1_im", {K1}, K1, K1},
+                                        {"w2_re", {K2}, 2 * K1, K2}, {"w2_im", {K2}, 2 * K1 + K2, K2}};
+  const auto pairs = holomorphic_pairs(blocks, P);
+  ASSERT_EQ(long(pairs.re.size()), K);
+  EXPECT_TRUE(holomorphic_pairs(blocks, P + 1).empty());  // a real parameter of its own: no pairs
+  View2<double> gre("gre", M, K), gim("gim", M, K), ore("ore", M, P), oim("oim", M, P);
+  View1<double> ere("ere", M), eim("eim", M), d1("d1", P), d2("d2", P), g("g", P);
+  fill_normal(gre, 1, 11);
+  fill_normal(gim, 1, 12);
+  fill_normal(ere, 1, 13);
+  fill_normal(eim, 1, 14);
+  {
+    auto a = to_host(gre), b = to_host(gim);
+    auto r = Kokkos::create_mirror_view(ore), q = Kokkos::create_mirror_view(oim);
+    for (long m = 0; m < M; ++m)
+      for (long k = 0; k < K; ++k) {
+        r(m, pairs.re[k]) = a(m, k), q(m, pairs.re[k]) = b(m, k);   // ∂/∂Re w = G
+        r(m, pairs.im[k]) = -b(m, k), q(m, pairs.im[k]) = a(m, k);  // ∂/∂Im w = i G
+      }
+    Kokkos::deep_copy(ore, r);
+    Kokkos::deep_copy(oim, q);
+  }
+  for (double shift : {1e-2, 1e-4}) {
+    SrInfo hol;
+    ASSERT_TRUE(sr_direction_holomorphic<double>(ore, oim, ere, eim, shift, pairs, d1, hol));
+    EXPECT_TRUE(hol.holomorphic);
+    const auto real = sr_direction<double>(ore, oim, ere, eim, shift, SrForm::Pxp, 1e-12, d2, g);
+    EXPECT_FALSE(real.holomorphic);
+    EXPECT_NEAR(hol.grad_norm, real.grad_norm, 1e-12 * real.grad_norm);
+    auto h1 = to_host(d1), h2 = to_host(d2);
+    double norm = 0;
+    for (long k = 0; k < P; ++k) norm += h2(k) * h2(k);
+    for (long k = 0; k < P; ++k) EXPECT_NEAR(h1(k), h2(k), 1e-10 * (1 + std::sqrt(norm))) << "shift " << shift;
+  }
+  // Break holomorphy in one entry: refused, delta untouched.
+  {
+    auto q = to_host(oim);
+    q(7, pairs.im[2]) += 1e-3;
+    Kokkos::deep_copy(oim, q);
+  }
+  Kokkos::deep_copy(d1, 42.0);
+  SrInfo info;
+  EXPECT_FALSE(sr_direction_holomorphic<double>(ore, oim, ere, eim, 1e-2, pairs, d1, info));
+  EXPECT_EQ(to_host(d1)(0), 42.0);
+  EXPECT_FALSE(sr_direction_holomorphic<double>(ore, oim, ere, eim, 1e-2, HolomorphicPairs{}, d1, info));
+}
+
+// The complex RBM is holomorphic in its weights: its blocks pair up, its Jacobian passes the check, and the
+// complex solve gives the real solve's direction. The real RBM has no pairs.
+TEST(StochasticReconfiguration, ComplexRbmTakesTheHolomorphicSolve) {
+  const int n = 10, B = 64;
+  Rbm<double> rbm(n, RbmOptions{1.0, true, true, 0.3, 5});
+  const long P = rbm.n_parameters();
+  const auto pairs = holomorphic_pairs(rbm.parameters().blocks(), P);
+  ASSERT_EQ(2 * long(pairs.re.size()), P);
+  Rbm<double> real_rbm(n, RbmOptions{1.0, false, true, 0.3, 5});
+  EXPECT_TRUE(holomorphic_pairs(real_rbm.parameters().blocks(), real_rbm.n_parameters()).empty());
+  View2<double> s("s", B, n), ore("ore", B, P), oim("oim", B, P);
+  fill_uniform(s, 7, 0, -1, 1);
+  auto hs = to_host(s);
+  for (std::size_t k = 0; k < hs.size(); ++k) hs.data()[k] = hs.data()[k] < 0 ? -1 : 1;
+  Kokkos::deep_copy(s, hs);
+  rbm.log_psi_gradients(s, ore, oim);
+  View1<double> ere("ere", B), eim("eim", B), d1("d1", P), d2("d2", P);
+  fill_normal(ere, 1, 21);
+  fill_normal(eim, 1, 22);
+  SrInfo info;
+  ASSERT_TRUE(sr_direction_holomorphic<double>(ore, oim, ere, eim, 1e-3, pairs, d1, info));
+  sr_direction<double>(ore, oim, ere, eim, 1e-3, SrForm::Pxp, 1e-12, d2);
+  auto h1 = to_host(d1), h2 = to_host(d2);
+  double norm = 0;
+  for (long k = 0; k < P; ++k) norm += h2(k) * h2(k);
+  for (long k = 0; k < P; ++k) EXPECT_NEAR(h1(k), h2(k), 1e-9 * (1 + std::sqrt(norm))) << "param " << k;
+}
+
 TEST(Rbm, GradientsMatchFiniteDifferences) {
   for (bool complex : {true, false}) {
     const int n = 5, B = 3;

@@ -121,6 +121,7 @@ VmcDriver<T>::VmcDriver(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, c
     sampler_ = std::make_unique<MetropolisSampler<T>>(model, local_, o.sampler.periodic);
   }
   delta_ = View1<T>("attnphys::vmc_delta", model.n_parameters());
+  holomorphic_ = holomorphic_pairs(model.parameters().blocks(), model.n_parameters());
 }
 
 template <class T>
@@ -289,7 +290,13 @@ VmcStep VmcDriver<T>::step() {
     const SrForm form = opt_.optimizer == VmcOptimizer::Pxp     ? SrForm::Pxp
                         : opt_.optimizer == VmcOptimizer::Minsr ? SrForm::Minsr
                                                                 : SrForm::Auto;
-    const auto info = sr_direction<T>(ore, oim, ere, eim, out.diag_shift, form, opt_.rcond, delta_);
+    // A model holomorphic in complex weights (checked on this iteration's Jacobian) solves the K = P/2 complex
+    // system instead, half the work of the real P×P one; anything else, or a failed solve, takes the real path.
+    SrInfo info;
+    const bool pxp_form = form == SrForm::Pxp || (form == SrForm::Auto && P <= 2 * long(ore.extent(0)));
+    if (!(pxp_form && !holomorphic_.empty() &&
+          sr_direction_holomorphic<T>(ore, oim, ere, eim, out.diag_shift, holomorphic_, delta_, info)))
+      info = sr_direction<T>(ore, oim, ere, eim, out.diag_shift, form, opt_.rcond, delta_);
     out.grad_norm = info.grad_norm;
     out.used_pinv = info.used_pinv;
     const auto p = buf.params();

@@ -3,6 +3,8 @@
 
 #include <Eigen/Dense>
 #include <cmath>
+#include <complex>
+#include <map>
 #include <type_traits>
 #include <vector>
 
@@ -18,6 +20,11 @@ void ssyrk_(const char* uplo, const char* trans, const int* n, const int* k, con
             const int* lda, const float* beta, float* c, const int* ldc);
 void dtrsv_(const char* uplo, const char* trans, const char* diag, const int* n, const double* a, const int* lda,
             double* x, const int* incx);
+void zherk_(const char* uplo, const char* trans, const int* n, const int* k, const double* alpha, const void* a,
+            const int* lda, const double* beta, void* c, const int* ldc);
+void zpotrf_(const char* uplo, const int* n, void* a, const int* lda, int* info);
+void ztrsv_(const char* uplo, const char* trans, const char* diag, const int* n, const void* a, const int* lda,
+            void* x, const int* incx);
 }
 
 namespace attnphys::vmc {
@@ -263,5 +270,127 @@ template SrInfo sr_direction<float>(const View2<const float>&, const View2<const
 template SrInfo sr_direction<double>(const View2<const double>&, const View2<const double>&,
                                      const View1<const double>&, const View1<const double>&, double,
                                      SrForm, double, const View1<double>&, const View1<double>&);
+
+HolomorphicPairs holomorphic_pairs(const std::vector<ParameterBlock>& blocks, long n_parameters) {
+  std::map<std::string, const ParameterBlock*> by_name;
+  for (const auto& b : blocks) by_name[b.name] = &b;
+  HolomorphicPairs out;
+  long covered = 0;
+  for (const auto& b : blocks) {
+    if (b.name.size() < 3 || b.name.compare(b.name.size() - 3, 3, "_re") != 0) continue;
+    const auto it = by_name.find(b.name.substr(0, b.name.size() - 3) + "_im");
+    if (it == by_name.end() || it->second->size != b.size) continue;
+    for (long i = 0; i < b.size; ++i) {
+      out.re.push_back(b.offset + i);
+      out.im.push_back(it->second->offset + i);
+    }
+    covered += 2 * b.size;
+  }
+  if (covered != n_parameters) return {};
+  return out;
+}
+
+template <class T>
+bool sr_direction_holomorphic(const View2<const T>& o_re, const View2<const T>& o_im, const View1<const T>& e_re,
+                              const View1<const T>& e_im, double diag_shift, const HolomorphicPairs& pairs,
+                              const View1<T>& delta, SrInfo& info) {
+  if constexpr (!std::is_same_v<MemSpace, Kokkos::HostSpace>) {
+    (void)o_re, (void)o_im, (void)e_re, (void)e_im, (void)diag_shift, (void)pairs, (void)delta, (void)info;
+    return false;
+  } else {
+    ScopedRegion region("attnphys::sr_direction_holomorphic");
+    using C = std::complex<double>;
+    const long M = o_re.extent(0), P = o_re.extent(1), K = long(pairs.re.size());
+    if (M < 1 || K == 0 || 2 * K != P || long(pairs.im.size()) != K || delta.extent(0) != std::size_t(P) ||
+        o_im.extent(0) != std::size_t(M) || o_im.extent(1) != std::size_t(P) || diag_shift < 0)
+      return false;
+    const long* ia = pairs.re.data();
+    const long* ib = pairs.im.data();
+    // Holomorphic: the column of Im w_k is i times that of Re w_k.
+    double scale = 0;
+    for (long m = 0; m < M; ++m)
+      for (long p = 0; p < P; ++p)
+        scale = std::max(scale, std::max(std::abs(double(o_re(m, p))), std::abs(double(o_im(m, p)))));
+    const double tol = 1e-10 * std::max(scale, 1e-300);
+    for (long m = 0; m < M; ++m)
+      for (long k = 0; k < K; ++k)
+        if (std::abs(double(o_re(m, ib[k])) + double(o_im(m, ia[k]))) > tol ||
+            std::abs(double(o_im(m, ib[k])) - double(o_re(m, ia[k]))) > tol)
+          return false;
+    // A = ΔG† / √M, column-major [K, M] (A(k, m) = conj(ΔG(m, k)) / √M), so herk('N') gives A A† = S_c.
+    const double inv_sqrt_m = 1.0 / std::sqrt(double(M));
+    std::vector<C> mean(K, C(0, 0));
+    for (long m = 0; m < M; ++m)
+      for (long k = 0; k < K; ++k) mean[k] += C(double(o_re(m, ia[k])), double(o_im(m, ia[k])));
+    for (auto& v : mean) v /= double(M);
+    std::vector<C> A(std::size_t(K) * std::size_t(M));
+    for (long m = 0; m < M; ++m)
+      for (long k = 0; k < K; ++k)
+        A[k + K * m] = std::conj(C(double(o_re(m, ia[k])), double(o_im(m, ia[k]))) - mean[k]) * inv_sqrt_m;
+    C emean(0, 0);
+    for (long m = 0; m < M; ++m) emean += C(double(e_re(m)), double(e_im(m)));
+    emean /= double(M);
+    std::vector<C> eps(M);
+    for (long m = 0; m < M; ++m) eps[m] = (C(double(e_re(m)), double(e_im(m))) - emean) * inv_sqrt_m;
+    std::vector<C> f(K, C(0, 0));  // f = A ε
+    for (long m = 0; m < M; ++m)
+      for (long k = 0; k < K; ++k) f[k] += A[k + K * m] * eps[m];
+    std::vector<C> S(std::size_t(K) * std::size_t(K));
+    {
+      const int n = int(K), kk = int(M), lda = int(K);
+      const double one = 1, zero = 0;
+      const char uplo = 'U', trans = 'N';
+      zherk_(&uplo, &trans, &n, &kk, &one, A.data(), &lda, &zero, S.data(), &n);
+    }
+    for (long k = 0; k < K; ++k) S[k + K * k] += diag_shift;
+    std::vector<C> x = f;
+    {
+      const int n = int(K), one = 1;
+      int status = 0;
+      const char upper = 'U', ctrans = 'C', notrans = 'N', nonunit = 'N';
+      zpotrf_(&upper, &n, S.data(), &n, &status);
+      if (status != 0) return false;
+      ztrsv_(&upper, &ctrans, &nonunit, &n, S.data(), &n, x.data(), &one);  // S_c = U† U: U† z = f, then U x = z
+      ztrsv_(&upper, &notrans, &nonunit, &n, S.data(), &n, x.data(), &one);
+    }
+    // Check (A A† + λ) x = f from A itself.
+    std::vector<C> y(M, C(0, 0));
+    for (long m = 0; m < M; ++m) {
+      C acc(0, 0);
+      for (long k = 0; k < K; ++k) acc += std::conj(A[k + K * m]) * x[k];
+      y[m] = acc;
+    }
+    std::vector<C> r(K);
+    for (long k = 0; k < K; ++k) r[k] = diag_shift * x[k] - f[k];
+    for (long m = 0; m < M; ++m)
+      for (long k = 0; k < K; ++k) r[k] += A[k + K * m] * y[m];
+    double rn = 0, fn = 0;
+    bool finite = true;
+    for (long k = 0; k < K; ++k) {
+      rn += std::norm(r[k]);
+      fn += std::norm(f[k]);
+      finite = finite && std::isfinite(x[k].real()) && std::isfinite(x[k].imag());
+    }
+    if (!finite || std::sqrt(rn) > 1e-6 * std::max(1e-300, std::sqrt(fn))) return false;
+    auto hd = Kokkos::create_mirror_view(delta);
+    for (long k = 0; k < K; ++k) {
+      hd(ia[k]) = T(x[k].real());
+      hd(ib[k]) = T(x[k].imag());
+    }
+    Kokkos::deep_copy(delta, hd);
+    info = SrInfo{};
+    info.form = SrForm::Pxp;
+    info.holomorphic = true;
+    info.grad_norm = 2.0 * std::sqrt(fn);
+    return true;
+  }
+}
+
+template bool sr_direction_holomorphic<float>(const View2<const float>&, const View2<const float>&,
+                                              const View1<const float>&, const View1<const float>&, double,
+                                              const HolomorphicPairs&, const View1<float>&, SrInfo&);
+template bool sr_direction_holomorphic<double>(const View2<const double>&, const View2<const double>&,
+                                               const View1<const double>&, const View1<const double>&, double,
+                                               const HolomorphicPairs&, const View1<double>&, SrInfo&);
 
 }  // namespace attnphys::vmc

@@ -20,6 +20,7 @@
 #include "attnphys/core/logging.hpp"
 #include "attnphys/core/optim.hpp"
 #include "attnphys/physics/spin/hamiltonian.hpp"
+#include "attnphys/solvers/vmc/sr.hpp"
 #include "attnphys/solvers/vmc/diagnostics.hpp"
 #include "attnphys/solvers/vmc/sampler.hpp"
 
@@ -129,6 +130,7 @@ class VmcDriver {
   View1<T> lp_re_, lp_im_, e_re_, e_im_, delta_;
   View2<T> g_o_re_, g_o_im_;  // every rank's gradients and local energies (MPI only)
   View1<T> g_e_re_, g_e_im_;
+  HolomorphicPairs holomorphic_;  // complex weights of a model that may be holomorphic in them (the complex RBM)
   // Local energies of samples_ and their statistics as n_steps steps of n_chains chains.
   ChainStats energy_stats(long n_steps, long n_chains);
   // n_samples direct draws into samples_ (with log ψ) from (seed, counter).

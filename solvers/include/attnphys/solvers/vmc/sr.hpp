@@ -10,8 +10,10 @@
 //          cheaper when P > 2M.
 // θ then moves by −τ δ. Products go through gemm; the small solve runs on the host in double precision.
 #include <string>
+#include <vector>
 
 #include "attnphys/core/options.hpp"
+#include "attnphys/core/params.hpp"
 #include "attnphys/core/views.hpp"
 
 namespace attnphys::vmc {
@@ -35,6 +37,7 @@ struct SrInfo {
   SrForm form = SrForm::Pxp;  // the form solved: pxp or minsr
   bool used_pinv = false;
   double grad_norm = 0;   // ‖2F‖
+  bool holomorphic = false;  // solved as the complex K×K system of a holomorphic ansatz (sr_direction_holomorphic)
 };
 
 // form: pxp, minsr or auto (minsr when P > 2M). o_re/o_im [M, P], e_re/e_im [M]; delta [P] receives δ,
@@ -43,5 +46,28 @@ template <class T>
 SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, const View1<const T>& e_re,
                     const View1<const T>& e_im, double diag_shift, SrForm form, double rcond,
                     const View1<T>& delta, const View1<T>& gradient = View1<T>());
+
+
+// Parameters that come in (real part, imaginary part) pairs of complex weights: column re[k] of O is ∂ log ψ/∂ Re w_k,
+// column im[k] is ∂ log ψ/∂ Im w_k. holomorphic_pairs() pairs every block "<name>_re" with its "<name>_im" of the
+// same size; it returns empty vectors unless the pairs cover all n_parameters (a model with real parameters of its
+// own, as the transformer's, keeps the real SR).
+struct HolomorphicPairs {
+  std::vector<long> re, im;
+  bool empty() const { return re.empty(); }
+};
+HolomorphicPairs holomorphic_pairs(const std::vector<ParameterBlock>& blocks, long n_parameters);
+
+// SR for a log ψ that is holomorphic in the complex weights w_k = θ_re[k] + i θ_im[k] (the complex RBM): then
+// O_im[k] = i O_re[k], S = XᵀX is the real form of the Hermitian S_c = ⟨ΔG† ΔG⟩ (G = O_re columns, K = P/2) and
+// F of f = ⟨ΔG† ΔE⟩, so (S + λI) δ = F is (S_c + λI) z = f with δ_re = Re z, δ_im = Im z: one K×K complex herk and
+// Cholesky (half the flops of the real 2M×P syrk and the P×P Cholesky). The same δ as sr_direction's pxp form up
+// to rounding. Returns false, writing nothing, when it does not apply: pairs not covering every column, a Jacobian
+// that is not holomorphic (|O_im[k] − i O_re[k]| above 1e-10 of max |O|), a non-host build, or a Cholesky that fails
+// or does not solve the system (the caller then runs sr_direction, with its pseudo-inverse fallback).
+template <class T>
+bool sr_direction_holomorphic(const View2<const T>& o_re, const View2<const T>& o_im, const View1<const T>& e_re,
+                              const View1<const T>& e_im, double diag_shift, const HolomorphicPairs& pairs,
+                              const View1<T>& delta, SrInfo& info);
 
 }  // namespace attnphys::vmc
