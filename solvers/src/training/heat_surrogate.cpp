@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "attnphys/core/parallel.hpp"
 #include "attnphys/operators/init.hpp"
 
 namespace attnphys::training {
@@ -358,8 +359,7 @@ void surrogate_features(const Mat<T>& f, const ops::ConstVec<T>& u, const ConstM
   const bool has_shift = shift.extent(0) > 0;
   const long base = 1 + C + (has_shift ? 1 : 0);
   const double two_pi = 6.283185307179586;
-  Kokkos::parallel_for(
-      "attnphys::surrogate_features", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+  attnphys::parallel_for("attnphys::surrogate_features", tokens, KOKKOS_LAMBDA(long t) {
         const long n = t % len;
         f(t, 0) = u(t);
         for (long c = 0; c < C; ++c) f(t, 1 + c) = extra(t, c);
@@ -438,8 +438,7 @@ void stencil_features(const Mat<T>& f, long col0, const ops::ConstVec<T>& u, con
                       long len, int dim, const SurrogateGrid& g, AxisLengths lengths, long first_field = 0) {
   const long tokens = f.extent(0);
   const SurrogateGrid grid = g;
-  Kokkos::parallel_for(
-      "attnphys::surrogate_stencil", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+  attnphys::parallel_for("attnphys::surrogate_stencil", tokens, KOKKOS_LAMBDA(long t) {
         const long b = t / len, n = t - b * len;
         auto at = [&](long q, long field) -> double {
           const long tt = b * len + q;
@@ -467,8 +466,8 @@ template <class T>
 void stencil_input_gradient(const ops::Vec<T>& du, const ConstMat<T>& df, long col0, long len, int dim,
                             const SurrogateGrid& g, AxisLengths lengths) {
   const SurrogateGrid grid = g;
-  Kokkos::parallel_for(
-      "attnphys::surrogate_stencil_backward", Kokkos::RangePolicy<ExecSpace>(0, long(du.extent(0))),
+  attnphys::parallel_for(
+      "attnphys::surrogate_stencil_backward", long(du.extent(0)),
       KOKKOS_LAMBDA(long t) {
         const long b = t / len, n = t - b * len;
         double acc = 0;
@@ -496,15 +495,14 @@ void stencil_input_gradient(const ops::Vec<T>& du, const ConstMat<T>& df, long c
 // du = dout + ∂(features)/∂û: the residual and the û feature column.
 template <class T>
 void feature_input_gradient(const ops::Vec<T>& du, const ops::ConstVec<T>& dout, const ConstMat<T>& df) {
-  Kokkos::parallel_for(
-      "attnphys::surrogate_input_gradient", Kokkos::RangePolicy<ExecSpace>(0, long(du.extent(0))),
+  attnphys::parallel_for(
+      "attnphys::surrogate_input_gradient", long(du.extent(0)),
       KOKKOS_LAMBDA(long t) { du(t) = dout(t) + df(t, 0); });
 }
 
 template <class T>
 void add_increment(const ops::Vec<T>& out, const ops::ConstVec<T>& u, const ConstMat<T>& r) {
-  Kokkos::parallel_for(
-      "attnphys::surrogate_increment", Kokkos::RangePolicy<ExecSpace>(0, out.extent(0)),
+  attnphys::parallel_for("attnphys::surrogate_increment", out.extent(0),
       KOKKOS_LAMBDA(long t) { out(t) = u(t) + r(t, 0); });
 }
 
@@ -518,8 +516,7 @@ void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, con
             " horizons were given for a batch of ", batch);
     grow_view(c.shift, "attnphys::surrogate_shift", batch);
     const auto sh = c.shift;
-    Kokkos::parallel_for(
-        "attnphys::surrogate_shift", Kokkos::RangePolicy<ExecSpace>(0, batch),
+    attnphys::parallel_for("attnphys::surrogate_shift", batch,
         KOKKOS_LAMBDA(long b) { sh(b) = tau(b) - T(1); });
   }
   if (kind_ == Kind::Kernel) {
@@ -680,8 +677,7 @@ template <class T>
 void coordinate_harmonics(const Mat<T>& phi, const ConstMat<T>& coords, long harmonics, AxisLengths lengths) {
   const long len = phi.extent(0), dim = coords.extent(1);
   const double two_pi = 6.283185307179586;
-  Kokkos::parallel_for(
-      "attnphys::coordinate_harmonics", Kokkos::RangePolicy<ExecSpace>(0, len), KOKKOS_LAMBDA(long n) {
+  attnphys::parallel_for("attnphys::coordinate_harmonics", len, KOKKOS_LAMBDA(long n) {
         for (long a = 0; a < dim; ++a) {
           const double x = double(coords(n, a)) / lengths[a];
           for (long m = 1; m <= harmonics; ++m) {
@@ -695,8 +691,7 @@ void coordinate_harmonics(const Mat<T>& phi, const ConstMat<T>& coords, long har
 
 template <class T>
 void fields_to_columns(const Mat<T>& u_cols, const ops::ConstVec<T>& field, long batch, long len) {
-  Kokkos::parallel_for(
-      "attnphys::fields_to_columns", Kokkos::RangePolicy<ExecSpace>(0, batch * len),
+  attnphys::parallel_for("attnphys::fields_to_columns", batch * len,
       KOKKOS_LAMBDA(long t) { u_cols(t % len, t / len) = field(t); });
 }
 
@@ -733,8 +728,7 @@ template <class T>
 void combine_heads(const ops::Vec<T>& out, const ops::ConstVec<T>& in, const ConstMat3<T>& o, const KernelMix<T>& mix,
                    long len) {
   const long heads = o.extent(0);
-  Kokkos::parallel_for(
-      "attnphys::combine_heads", Kokkos::RangePolicy<ExecSpace>(0, out.extent(0)), KOKKOS_LAMBDA(long t) {
+  attnphys::parallel_for("attnphys::combine_heads", out.extent(0), KOKKOS_LAMBDA(long t) {
         const long b = t / len, n = t % len;
         T acc = mix.bb(b) * in(t) + mix.cc(b);
         for (long h = 0; h < heads; ++h) acc += mix.ah(h, b) * o(h, n, b);
@@ -802,8 +796,7 @@ template <class T>
 void combine_heads_backward(const Mat3<T>& dO, const KernelMix<T>& grad, const ops::ConstVec<T>& g,
                             const ops::ConstVec<T>& in, const ConstMat3<T>& o, const KernelMix<T>& mix, long len) {
   const long heads = o.extent(0), tokens = g.extent(0);
-  Kokkos::parallel_for(
-      "attnphys::combine_heads_backward", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+  attnphys::parallel_for("attnphys::combine_heads_backward", tokens, KOKKOS_LAMBDA(long t) {
         const long b = t / len, n = t % len;
         for (long h = 0; h < heads; ++h) dO(h, n, b) = mix.ah(h, b) * g(t);
       });
@@ -857,8 +850,7 @@ template <class T>
 void field_gradient(const ops::Vec<T>& g_prev, const ops::ConstVec<T>& g, const ConstMat3<T>& pt_do,
                     const KernelMix<T>& mix, long len) {
   const long heads = pt_do.extent(0);
-  Kokkos::parallel_for(
-      "attnphys::kernel_field_gradient", Kokkos::RangePolicy<ExecSpace>(0, g.extent(0)), KOKKOS_LAMBDA(long t) {
+  attnphys::parallel_for("attnphys::kernel_field_gradient", g.extent(0), KOKKOS_LAMBDA(long t) {
         const long b = t / len, n = t % len;
         T acc = mix.bb(b) * g(t);
         for (long h = 0; h < heads; ++h) acc += pt_do(h, n, b);
@@ -937,8 +929,8 @@ void local_forward(const View1<T>& fout, const View2<T>& w, const View1<T>& fin,
                    const SurrogateGrid& g) {
   const SurrogateGrid grid = g;
   const long ry = dim > 1 ? r : 0, rz = dim > 2 ? r : 0, wx = 2 * r + 1, wy = 2 * ry + 1;
-  Kokkos::parallel_for(
-      "attnphys::cond_local", Kokkos::RangePolicy<ExecSpace>(0, long(fout.extent(0))), KOKKOS_LAMBDA(long t) {
+  attnphys::parallel_for(
+      "attnphys::cond_local", long(fout.extent(0)), KOKKOS_LAMBDA(long t) {
         const long b = t / len, n = t - b * len, i = n % grid.nx, j = (n / grid.nx) % grid.ny,
                    k = n / (grid.nx * grid.ny);
         T acc = 0;
@@ -964,8 +956,7 @@ void local_backward(const View2<T>& dw, const View1<T>& du, const View2<T>& w, c
   const SurrogateGrid grid = gr;
   const long ry = dim > 1 ? r : 0, rz = dim > 2 ? r : 0, wx = 2 * r + 1, wy = 2 * ry + 1;
   const long tokens = fin.extent(0);
-  Kokkos::parallel_for(
-      "attnphys::cond_local_dw", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+  attnphys::parallel_for("attnphys::cond_local_dw", tokens, KOKKOS_LAMBDA(long t) {
         const long b = t / len, n = t - b * len, i = n % grid.nx, j = (n / grid.nx) % grid.ny,
                    k = n / (grid.nx * grid.ny);
         const T gt = g(t);
@@ -979,8 +970,7 @@ void local_backward(const View2<T>& dw, const View1<T>& du, const View2<T>& w, c
           }
         }
       });
-  Kokkos::parallel_for(
-      "attnphys::cond_local_du", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+  attnphys::parallel_for("attnphys::cond_local_du", tokens, KOKKOS_LAMBDA(long t) {
         const long b = t / len, n = t - b * len, i = n % grid.nx, j = (n / grid.nx) % grid.ny,
                    k = n / (grid.nx * grid.ny);
         // Candidates along an axis: all points of a periodic axis shorter than the window, else the window.
@@ -1037,8 +1027,7 @@ void conditioning_features(const Mat<T>& cf, const ConstMat<T>& extra, const ops
   const bool has_shift = shift.extent(0) > 0;
   const long F = 2 * harmonics * dim;
   const double two_pi = 6.283185307179586;
-  Kokkos::parallel_for(
-      "attnphys::conditioning_features", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+  attnphys::parallel_for("attnphys::conditioning_features", tokens, KOKKOS_LAMBDA(long t) {
         const long n = t % len;
         for (long a = 0; a < dim; ++a) {
           const double x = double(coords(n, a)) / lengths[a];
@@ -1086,8 +1075,7 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
   if (opt_.condition_on_field) {  // û, the last column of c
     const auto cf = c.cond;
     const long col = Fc - 1;
-    Kokkos::parallel_for(
-        "attnphys::cond_field_feature", Kokkos::RangePolicy<ExecSpace>(0, tokens),
+    attnphys::parallel_for("attnphys::cond_field_feature", tokens,
         KOKKOS_LAMBDA(long t) { cf(t, col) = u(t); });
   }
   // Trunk: z = [GELU(W1 c + b1), c].
@@ -1098,9 +1086,10 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
   ops::gelu_forward<T>(c.cdpre, c.cpre);
   {
     const auto z = c.cz, hh = c.cdpre, cf = c.cond;
-    Kokkos::parallel_for(
-        "attnphys::cond_z", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {tokens, Dz}),
-        KOKKOS_LAMBDA(long t, long f) { z(t, f) = f < d ? hh(t, f) : cf(t, f - d); });
+    attnphys::parallel_for(
+        "attnphys::cond_z", tokens, KOKKOS_LAMBDA(long t) {
+          for (long f = 0; f < Dz; ++f) z(t, f) = f < d ? hh(t, f) : cf(t, f - d);
+        });
   }
   const bool dense = cond_memory_ == CondMemory::Dense ||
                      (cond_memory_ == CondMemory::Auto && double(L) * batch * H * double(len) * len <= double(1L << 27));
@@ -1128,9 +1117,10 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
     {
       const auto v = c.cv[l], g = c.cg[l];
       const auto fl = c.field[l];
-      Kokkos::parallel_for(
-          "attnphys::cond_values", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {tokens, HD}),
-          KOKKOS_LAMBDA(long t, long f) { v(t, f) = g(t, f) * fl(t); });
+      attnphys::parallel_for(
+          "attnphys::cond_values", tokens, KOKKOS_LAMBDA(long t) {
+            for (long f = 0; f < HD; ++f) v(t, f) = g(t, f) * fl(t);
+          });
     }
     grow_view(c.cqh[l], "attnphys::cond_qh", batch * H, len, dk);
     grow_view(c.ckh[l], "attnphys::cond_kh", batch * H, len, dk);
@@ -1152,8 +1142,7 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
       const auto m = c.cm[l], om = c.com[l];
       const auto fin = c.field[l], fout = c.field[l + 1];
       const bool b0 = !opt_.local_softmax;  // the softmax stencil replaces b0·û
-      Kokkos::parallel_for(
-          "attnphys::cond_combine", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+      attnphys::parallel_for("attnphys::cond_combine", tokens, KOKKOS_LAMBDA(long t) {
             // (the b0 form written exactly as without model.local_softmax, so that it rounds the same)
             T acc = b0 ? m(t, HD) * fin(t) + m(t, HD + 1) : m(t, HD + 1);
             for (long f = 0; f < HD; ++f) acc += m(t, f) * om(t, f);
@@ -1204,8 +1193,7 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
       const auto fin = c.field[l];
       const View1<T> gg = g, gprev = gp;
       const bool b0 = !opt_.local_softmax;
-      Kokkos::parallel_for(
-          "attnphys::cond_combine_backward", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+      attnphys::parallel_for("attnphys::cond_combine_backward", tokens, KOKKOS_LAMBDA(long t) {
             const T gt = gg(t);
             for (long f = 0; f < HD; ++f) {
               dm(t, f) = gt * om(t, f);
@@ -1231,8 +1219,7 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
       const auto dv = c.cdv, dg = c.cdg, gv = c.cg[l];
       const auto fin = c.field[l];
       const View1<T> gprev = gp;
-      Kokkos::parallel_for(
-          "attnphys::cond_values_backward", Kokkos::RangePolicy<ExecSpace>(0, tokens), KOKKOS_LAMBDA(long t) {
+      attnphys::parallel_for("attnphys::cond_values_backward", tokens, KOKKOS_LAMBDA(long t) {
             T acc = 0;
             const T ut = fin(t);
             for (long f = 0; f < HD; ++f) {
@@ -1259,9 +1246,10 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
   }
   {  // the trunk: dz's first d columns through the GELU to W1, b1
     const auto dz = c.dz, dh = c.cdpre;
-    Kokkos::parallel_for(
-        "attnphys::cond_dh", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {tokens, d}),
-        KOKKOS_LAMBDA(long t, long f) { dh(t, f) = dz(t, f); });
+    attnphys::parallel_for(
+        "attnphys::cond_dh", tokens, KOKKOS_LAMBDA(long t) {
+          for (long f = 0; f < d; ++f) dh(t, f) = dz(t, f);
+        });
   }
   ops::gelu_backward<T>(c.cdpre, c.cdpre, c.cpre);
   const bool field_du = opt_.condition_on_field && du.extent(0) > 0;
@@ -1271,8 +1259,7 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
   if (field_du) {  // û as a conditioning column: through z directly and through the trunk
     const auto dz = c.dz, dc = c.cdcond;
     const long col = Fc - 1;
-    Kokkos::parallel_for(
-        "attnphys::cond_field_feature_backward", Kokkos::RangePolicy<ExecSpace>(0, tokens),
+    attnphys::parallel_for("attnphys::cond_field_feature_backward", tokens,
         KOKKOS_LAMBDA(long t) { du(t) += dz(t, d + col) + dc(t, col); });
   }
 }
