@@ -538,7 +538,7 @@ def main():
            "ratio": results["b"]["ratio"] if "b" in results else None,
            "ratio_main": results["m"]["ratio"] if "m" in results else None,
            "peer_env": {k: v for k, v in peer_env.items() if k != "torch_file"}, "machine": machine}
-    for key, r in results.items():  # flat copies of the figures the check names
+    for key, r in results.items():  # flat copies of the figures a reader checks first
         for k in ("attnphys_rel_l2", "fno_rel_l2", "attnphys_step_s", "fno_step_s"):
             out[f"{key}_{k}"] = r[k]
     print(json.dumps(out))
