@@ -17,7 +17,8 @@ import sys
 
 RUNTIME = ("__sanitizer", "__asan", "__lsan", "__ubsan", "__interceptor", "fuzzer::", "libc.so", "malloc", "calloc",
            "realloc", "operator new", "__memcpy", "__memmove", "memcpy", "memmove", "abort", "raise", "pthread_kill",
-           "__cxa", "std::terminate", "__gnu_cxx::__verbose_terminate", "libstdc++", "libgcc")
+           "__cxa", "std::terminate", "__gnu_cxx::__verbose_terminate", "libstdc++", "libgcc",
+           " in main ", "__libc_start")  # libFuzzer's main: an out-of-memory report starts with its stack
 FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+")
 
 
