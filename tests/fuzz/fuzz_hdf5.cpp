@@ -6,7 +6,19 @@
 // attributes, every dataset's shape, numeric datasets whole and by row slabs, and the parameter buffers under
 // /model and /best through h5::read_parameters with a buffer built from the file's own block table (as a model
 // of the stored configuration would be). Reading may fail only with attnphys::Error.
+//
+// CPU watchdog: an input that uses more than ATTNPHYS_FUZZ_CPU_MS of CPU time (default 250 ms; 0: off; a valid
+// file takes a few ms) ends the process with "fuzz_hdf5: ERROR: ... CPU time" and the stack where it was, as a
+// crash (libFuzzer saves it as crash-*; tests/fuzz/triage.py places it by that stack). libFuzzer's own -timeout
+// counts wall-clock seconds (1 s at least): libhdf5 1.10.8 loops on some corrupted global heaps, and those loops
+// used about a fifth of a run's time at a 1-2 s timeout. CPU time, unlike wall time, does not grow with the load of
+// a shared machine, so a busy machine does not turn slow inputs into findings.
+#include <sanitizer/common_interface_defs.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <cstdint>
 #include <cstdio>
@@ -110,10 +122,35 @@ void read_all(const std::string& path) {
   read_buffer(r, "/best");
 }
 
+long g_cpu_ms = 250;
+
+extern "C" void fuzz_hdf5_cpu_watchdog(int) {  // tests/fuzz/triage.py skips this frame
+  static const char msg[] = "==fuzz_hdf5== ERROR: fuzz_hdf5: this input used more than ATTNPHYS_FUZZ_CPU_MS of CPU time\n";
+  (void)!::write(2, msg, sizeof msg - 1);
+  __sanitizer_print_stack_trace();
+  std::abort();
+}
+
+void arm_watchdog(bool on) {
+  if (g_cpu_ms <= 0) return;
+  itimerval t{};
+  if (on) {
+    t.it_value.tv_sec = g_cpu_ms / 1000;
+    t.it_value.tv_usec = (g_cpu_ms % 1000) * 1000;
+  }
+  ::setitimer(ITIMER_PROF, &t, nullptr);  // process CPU time (user + system)
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   attnphys::ensure_initialized();
+  if (const char* ms = std::getenv("ATTNPHYS_FUZZ_CPU_MS")) g_cpu_ms = std::atol(ms);
+  if (g_cpu_ms > 0) {
+    struct sigaction sa {};
+    sa.sa_handler = fuzz_hdf5_cpu_watchdog;
+    ::sigaction(SIGPROF, &sa, nullptr);
+  }
   return 0;
 }
 
@@ -125,10 +162,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::fwrite(data, 1, size, f);
     std::fclose(f);
   }
+  arm_watchdog(true);
   try {
     read_all(path);
   } catch (const attnphys::Error&) {
   }
+  arm_watchdog(false);
   std::remove(path.c_str());
   return 0;
 }

@@ -8,28 +8,78 @@
 
     tests/fuzz/triage.py build-fuzz/bin/fuzz_hdf5 build-fuzz/artifacts/fuzz_hdf5/*
 
-Prints one line per input and a summary; exits 1 when any input fails in attnphys code. Used by scripts/fuzz.
+Each input runs once with its reports unsymbolised; the frames of the target binary are then symbolised in one
+llvm-symbolizer call for all of them (a long run keeps thousands of inputs). Prints one line per input and a summary; exits 1 when any input fails in attnphys code. Used by scripts/fuzz.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 
 RUNTIME = ("__sanitizer", "__asan", "__lsan", "__ubsan", "__interceptor", "fuzzer::", "libc.so", "malloc", "calloc",
-           "realloc", "operator new", "__memcpy", "__memmove", "memcpy", "memmove", "abort", "raise", "pthread_kill",
+           "realloc", "operator new", "__memcpy", "__memmove", "memcpy", "memmove", "memset",
+           "sysdeps/", "abort", "raise", "pthread_kill",
            "__cxa", "std::terminate", "__gnu_cxx::__verbose_terminate", "libstdc++", "libgcc",
-           " in main ", "__libc_start")  # libFuzzer's main: an out-of-memory report starts with its stack
+           " in main ", "__libc_start",  # libFuzzer's main: an out-of-memory report starts with its stack
+           "fuzz_hdf5_cpu_watchdog")  # the target's CPU-time watchdog: the frame below it is where the input was
 FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+")
 
 
-def classify(binary, path):
+UNSYMBOLIZED = re.compile(r"^(\s*#\d+ 0x[0-9a-f]+)\s+\((\S+)\+(0x[0-9a-f]+)\)")
+
+
+def run_alone(binary, path):
+    """Runs one input alone, its reports not symbolised (a symboliser process per report costs more than the run);
+    returns (status, output) with status "ok", "hung" or "failed"."""
+    args = os.environ.get("FUZZ_TRIAGE_ARGS", "-timeout=3 -rss_limit_mb=2048").split()  # the run's limits
+    env = dict(os.environ)
+    for k in ("ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"):
+        env[k] = (env.get(k, "") + ":symbolize=0").lstrip(":")
     try:
-        r = subprocess.run([binary, "-timeout=3", "-rss_limit_mb=2048", path], capture_output=True, text=True,
-                           errors="replace", timeout=60)
+        r = subprocess.run([binary, *args, path], capture_output=True, text=True, errors="replace", timeout=60,
+                           env=env)
     except subprocess.TimeoutExpired:
+        return "hung", ""
+    return ("ok" if r.returncode == 0 else "failed"), r.stdout + r.stderr
+
+
+def symbolize(outputs):
+    """Symbolises the frames of every output with one llvm-symbolizer process. The frames of the target binary need
+    names (the sanitizer runtime and libFuzzer are linked into it, to be told from attnphys code); those of shared
+    libraries keep their module name too (libhdf5, libc, libstdc++)."""
+    wanted = set()
+    for out in outputs:
+        for ln in out.splitlines():
+            m = UNSYMBOLIZED.match(ln)
+            if m:
+                wanted.add((m.group(2), m.group(3)))
+    names = {}
+    symbolizer = shutil.which("llvm-symbolizer") or shutil.which("llvm-symbolizer-14")
+    if wanted and symbolizer:
+        keys = sorted(wanted)
+        query = "".join(f"{mod} {off}\n" for mod, off in keys)
+        r = subprocess.run([symbolizer, "--inlining=false", "--relative-address"], input=query, capture_output=True,
+                           text=True, errors="replace")
+        blocks = [b.splitlines() for b in r.stdout.strip("\n").split("\n\n")]
+        for key, blk in zip(keys, blocks):
+            if len(blk) >= 2:
+                names[key] = f"in {blk[0]} {blk[1]}"
+
+    def rewrite(ln):
+        m = UNSYMBOLIZED.match(ln)
+        if not m:
+            return ln
+        name = names.get((m.group(2), m.group(3)), "")
+        return f"{m.group(1)} {name} ({m.group(2)}+{m.group(3)})".replace("  ", " ")
+
+    return ["\n".join(rewrite(ln) for ln in out.splitlines()) for out in outputs]
+
+
+def classify(status, out):
+    if status == "hung":
         return "libhdf5?", "hung for 60 s when run alone"
-    out = r.stdout + r.stderr
-    if r.returncode == 0:
+    if status == "ok":
         return "not reproducible", "passes when run alone"
     lines = out.splitlines()
     start = next((i for i, ln in enumerate(lines) if re.search(r"ERROR: |runtime error:|Direct leak|"
@@ -46,8 +96,10 @@ def classify(binary, path):
 def main():
     binary, paths = sys.argv[1], sys.argv[2:]
     counts = {}
-    for p in paths:
-        where, why = classify(binary, p)
+    runs = [run_alone(binary, p) for p in paths]
+    outputs = symbolize([out for _, out in runs])
+    for p, (status, _), out in zip(paths, runs, outputs):
+        where, why = classify(status, out)
         counts[where] = counts.get(where, 0) + 1
         print(f"  {os.path.basename(p)}: {where}: {why[:300]}")
     print("  triage: " + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no failing inputs"))
