@@ -1,6 +1,6 @@
 // The relative-position transformer ansatz: exact gradients (finite differences, with and without the shift
 // symmetrisation, factored and dense attention), translation invariance of the symmetrised periodic state, the
-// Marshall sign, bad options, and VMC reaching exact ground-state energies.
+// Marshall sign, the spin-flip and reflection sectors, bad options, and VMC reaching exact ground-state energies.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -216,6 +216,88 @@ TEST(TransformerAnsatz, SymmetrisedPeriodicStateIsTranslationInvariant) {
   }
 }
 
+TEST(TransformerAnsatz, SpinFlipAndReflectionSectors) {
+  // transformer.spin_flip / .reflection = even | odd: ψ(−σ) = χ_F ψ(σ) and ψ(Rσ) = χ_R ψ(σ) (R: i → N−1−i) to
+  // rounding, on rings (with the shift symmetrisation, which stays) and open chains, for both attention kinds; the
+  // gradients stay exact. Without the options neither holds (the test can fail).
+  const int n = 12;
+  auto mirror = [&](const View2<double>& s, bool flip, bool reflect) {
+    auto hs = to_host(s);
+    View2<double> t("t", s.extent(0), n);
+    auto ht = Kokkos::create_mirror_view(t);
+    for (std::size_t b = 0; b < s.extent(0); ++b)
+      for (int i = 0; i < n; ++i) ht(b, i) = (flip ? -1 : 1) * hs(b, reflect ? n - 1 - i : i);
+    Kokkos::deep_copy(t, ht);
+    return t;
+  };
+  // Configurations that no flip or reflection combined with a translation maps to themselves (ψ of such a
+  // configuration vanishes in an odd sector, where log ψ is rounding noise): random ones, those rejected.
+  const long B = 6;
+  View2<double> s("s", B, n);
+  {
+    auto hs = Kokkos::create_mirror_view(s);
+    const auto pool = to_host(random_spins(64, n, 8));
+    long taken = 0;
+    for (long c = 0; c < 64 && taken < B; ++c) {
+      bool generic = true;
+      for (int j = 0; j < n; ++j)
+        for (int g = 1; g < 4; ++g) {
+          const bool flip = g & 1, reflect = g & 2;
+          bool fixed = true;
+          for (int i = 0; i < n; ++i)
+            fixed = fixed && pool(c, i) == (flip ? -1 : 1) * pool(c, ((reflect ? n - 1 - i : i) + j) % n);
+          generic = generic && !fixed;
+        }
+      if (!generic) continue;
+      for (int i = 0; i < n; ++i) hs(taken, i) = pool(c, i);
+      ++taken;
+    }
+    ASSERT_EQ(taken, B);
+    Kokkos::deep_copy(s, hs);
+  }
+  struct Case {
+    const char* attention;
+    bool periodic;
+    SymmetrySector flip, refl;
+  };
+  const auto E = SymmetrySector::Even, O = SymmetrySector::Odd, Off = SymmetrySector::Off;
+  for (const Case& c : {Case{"factored", true, E, E}, Case{"factored", false, O, E}, Case{"dense", true, E, O},
+                        Case{"factored", false, Off, O}, Case{"dense", false, O, Off}, Case{"factored", true, Off, Off}}) {
+    auto o = small(c.attention, 2);
+    o.spin_flip = c.flip;
+    o.reflection = c.refl;
+    TransformerAnsatz<double> psi(n, c.periodic, o);
+    EXPECT_EQ(psi.n_shifts(), (c.periodic ? 2 : 1) * (c.flip != Off ? 2 : 1) * (c.refl != Off ? 2 : 1));
+    perturb(psi.parameters(), 2, 0.2);
+    View1<double> r0("r0", B), i0("i0", B), r1("r1", B), i1("i1", B);
+    psi.log_psi(s, r0, i0);
+    for (int which = 0; which < 2; ++which) {
+      const SymmetrySector sector = which == 0 ? c.flip : c.refl;
+      psi.log_psi(mirror(s, which == 0, which == 1), r1, i1);
+      auto a0 = to_host(r0), b0 = to_host(i0), a1 = to_host(r1), b1 = to_host(i1);
+      double damp = 0, dphase = 0;
+      const double chi_phase = sector == O ? M_PI : 0.0;
+      for (long b = 0; b < B; ++b) {
+        damp = std::max(damp, std::abs(a1(b) - a0(b)));
+        dphase = std::max(dphase, std::abs(std::remainder(b1(b) - b0(b) - chi_phase, 2 * M_PI)));
+      }
+      const std::string what = std::string(c.attention) + (c.periodic ? " ring " : " open ") +
+                               (which == 0 ? "flip " : "reflection ") + enum_name(sector);
+      if (sector == Off) {
+        EXPECT_GT(damp + dphase, 1e-6) << what;
+      } else {
+        EXPECT_LT(damp, 1e-12) << what;
+        EXPECT_LT(dphase, 1e-12) << what;
+      }
+    }
+    if (c.flip != Off || c.refl != Off) {
+      View2<double> three("three", 3, n);
+      Kokkos::deep_copy(three, Kokkos::subview(s, std::make_pair(0, 3), Kokkos::ALL()));
+      EXPECT_LT(max_fd_error(psi, three), 1e-6) << c.attention;
+    }
+  }
+}
+
 TEST(TransformerAnsatz, MarshallSignIsTheSublatticeParity) {
   auto o = small("factored", 2);
   TransformerAnsatz<double> plain(6, true, o);
@@ -261,9 +343,9 @@ TEST(TransformerAnsatz, BadOptionsAreRefused) {
 }
 
 namespace {
-double vmc_relative_error(spin::ChainModel m, TransformerAnsatzOptions o, long iters) {
+double vmc_relative_error(spin::ChainModel m, TransformerAnsatzOptions o, long iters, double exact = NAN) {
   const auto ref = ed::reference_energy(m);
-  const double exact = ref ? *ref : ed::exact_ground_state(m).energies.at(0);
+  if (std::isnan(exact)) exact = ref ? *ref : ed::exact_ground_state(m).energies.at(0);
   spin::SpinHamiltonian H(m);
   TransformerAnsatz<double> psi(m.n, m.bc == spin::Boundary::Periodic, o);
   VmcOptions v;
@@ -301,4 +383,30 @@ TEST(TransformerVmc, ReachesTfimAndHeisenbergGroundStates) {
   heis.bc = spin::Boundary::Periodic;
   o.marshall_sign = true;
   EXPECT_LT(vmc_relative_error(heis, o, 80), 2e-3);
+}
+
+TEST(TransformerVmc, SpinFlipSectorsGiveTheGroundStateAndTheLowestOddState) {
+  // The open critical TFIM: its ground state is even under the spin flip and the reflection; its first excited
+  // state (one fermion) is odd under the flip. The even-sector ansatz reaches E0; the odd-flip ansatz, which cannot
+  // represent the ground state, reaches E1 (ED in the full space, both states).
+  spin::ChainModel tfim;
+  tfim.model = spin::ModelKind::Tfim;
+  tfim.n = 8;
+  tfim.bc = spin::Boundary::Open;
+  tfim.h = 1.0;
+  ed::EdOptions eo;
+  eo.n_states = 2;
+  eo.use_flip_parity = false;
+  const auto ed = ed::exact_ground_state(tfim, eo);
+  ASSERT_EQ(ed.energies.size(), 2u);
+  ASSERT_GT(ed.energies[1] - ed.energies[0], 0.1);
+  auto o = small("factored", 2);
+  o.n_layers = 1;
+  o.init_std = 0.05;
+  o.spin_flip = SymmetrySector::Even;
+  o.reflection = SymmetrySector::Even;
+  EXPECT_LT(vmc_relative_error(tfim, o, 80, ed.energies[0]), 2e-3);
+  o.spin_flip = SymmetrySector::Odd;
+  o.reflection = SymmetrySector::Off;
+  EXPECT_LT(vmc_relative_error(tfim, o, 80, ed.energies[1]), 2e-3);
 }

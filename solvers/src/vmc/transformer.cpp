@@ -57,6 +57,10 @@ void TransformerAnsatzOptions::declare(OptionSet& s, const std::string& p) {
   s.add(p + ".hidden", &hidden, "complex log-cosh readout units (0: d_model)", Range::non_negative());
   s.add(p + ".symmetrize", &symmetrize, "sum over intra-patch translations (periodic chains)");
   s.add(p + ".marshall_sign", &marshall_sign, "multiply by (-1)^(up spins on even sites)");
+  s.add(p + ".spin_flip", &spin_flip,
+        "project onto a sector of the global spin flip: off, even (psi(-s) = psi(s)), odd (psi(-s) = -psi(s))");
+  s.add(p + ".reflection", &reflection,
+        "project onto a sector of the reflection i -> N-1-i: off, even, odd");
   s.add(p + ".init_std", &init_std, "readout initial scale", Range::non_negative());
   s.add(p + ".seed", &seed, "initialisation seed");
   s.add(p + ".incremental", &incremental,
@@ -111,11 +115,13 @@ TransformerAnsatz<T>::TransformerAnsatz(int n, bool periodic, const TransformerA
       periodic_(periodic),
       opt_(checked(n, o)),
       np_(n / o.patch_size),
-      shifts_(periodic && o.symmetrize ? o.patch_size : 1),
+      shifts_((periodic && o.symmetrize ? o.patch_size : 1) * (o.reflection != SymmetrySector::Off ? 2 : 1) *
+              (o.spin_flip != SymmetrySector::Off ? 2 : 1)),
       d_(o.d_model),
       k_(o.hidden > 0 ? o.hidden : o.d_model),
       enc_(make_encoder_options(n, periodic, o), "encoder.") {
   inc_ok_ = o.incremental && o.n_layers == 1 && o.attention == TransformerAttention::Factored;
+  make_group();
   enc_.declare(params_);
   params_.add("out.W_re", {k_, d_});
   params_.add("out.W_im", {k_, d_});
@@ -155,6 +161,35 @@ TransformerAnsatz<T>::TransformerAnsatz(int n, bool periodic, const TransformerA
 }
 
 template <class T>
+void TransformerAnsatz<T>::make_group() {
+  // Elements s = (shift · n_reflections + reflection) · n_flips + flip, each reading input position i from site
+  // (i + shift) mod N, or from (N − 1 − i + shift) mod N when reflected, with the flip's sign and the character's
+  // phase. With whole-patch translations (which periodic factored attention is invariant under) these generate the
+  // whole group.
+  const long n = n_, nshift = periodic_ && opt_.symmetrize ? opt_.patch_size : 1;
+  const long nrefl = opt_.reflection != SymmetrySector::Off ? 2 : 1, nflip = opt_.spin_flip != SymmetrySector::Off ? 2 : 1;
+  const double pi = 3.14159265358979323846;
+  gsite_ = Kokkos::View<int*, MemSpace>("attnphys::vit_group_site", shifts_ * n);
+  gsign_ = View1<T>("attnphys::vit_group_sign", shifts_);
+  gphase_ = View1<T>("attnphys::vit_group_phase", shifts_);
+  auto hs = Kokkos::create_mirror_view(gsite_);
+  auto hg = Kokkos::create_mirror_view(gsign_);
+  auto hp = Kokkos::create_mirror_view(gphase_);
+  for (long sh = 0; sh < nshift; ++sh)
+    for (long r = 0; r < nrefl; ++r)
+      for (long f = 0; f < nflip; ++f) {
+        const long s = (sh * nrefl + r) * nflip + f;
+        for (long i = 0; i < n; ++i) hs(s * n + i) = int(((r ? n - 1 - i : i) + sh) % n);
+        hg(s) = f ? T(-1) : T(1);
+        const bool odd = (r && opt_.reflection == SymmetrySector::Odd) != (f && opt_.spin_flip == SymmetrySector::Odd);
+        hp(s) = odd ? T(pi) : T(0);
+      }
+  Kokkos::deep_copy(gsite_, hs);
+  Kokkos::deep_copy(gsign_, hg);
+  Kokkos::deep_copy(gphase_, hp);
+}
+
+template <class T>
 void TransformerAnsatz<T>::make_tokens(const View2<const T>& sigma) {
   const long B = sigma.extent(0), S = shifts_, np = np_, b = opt_.patch_size, n = n_;
   require(sigma.extent(1) == std::size_t(n_), "transformer ansatz: sigma has ", sigma.extent(1),
@@ -166,11 +201,13 @@ void TransformerAnsatz<T>::make_tokens(const View2<const T>& sigma) {
   }
   ensure_rows(rows);
   const auto tok = tokens_;
+  const auto site = gsite_;
+  const auto sign = gsign_;
   Kokkos::parallel_for(
       "attnphys::vit_tokens", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {rows * np, b}),
       KOKKOS_LAMBDA(const long t, const long k) {
         const long r = t / np, p = t % np, bb = r / S, s = r % S;
-        tok(t, k) = sigma(bb, (p * b + k + s) % n);
+        tok(t, k) = sign(s) * sigma(bb, site(s * n + p * b + k));
       });
 }
 
@@ -209,6 +246,8 @@ void TransformerAnsatz<T>::readout_pooled(long rows) {
   const auto cr = out_.c_re, ci = out_.c_im;
   const auto tr = theta_re_, ti = theta_im_;
   const auto lr = lp_re_, li = lp_im_;
+  const auto phase = gphase_;
+  const long S = shifts_;
   attnphys::parallel_for(
       "attnphys::vit_log_cosh", rows, KOKKOS_LAMBDA(const long r) {
         detail::LogCoshSum acc;
@@ -220,7 +259,7 @@ void TransformerAnsatz<T>::readout_pooled(long rows) {
         double a, c;
         acc.finish(a, c);
         lr(r) = T(a);
-        li(r) = T(c);
+        li(r) = T(c) + phase(r % S);
       }, 64);
 }
 
@@ -785,6 +824,8 @@ struct IncrementalRows {
   T eps;
   const T *We, *be, *Pe, *g1, *b1, *WvT, *WoT, *alpha, *g2, *b2, *W1T, *bl1, *W2T, *bl2, *gf, *bf;
   const T *ref_sigma, *ref_x1;
+  const int* gsite;  // [S, n]: the site read into each input position by group element s
+  const T* gsign;    // [S]: its spin flip
 
   // y = (x − mean) / sqrt(var + eps) γ + β over the D (compile time; 0: d at run time) entries, with eight
   // interleaved partial sums as the library's layer norm.
@@ -825,16 +866,18 @@ struct IncrementalRows {
     T* ho = buf + 3 * dd;
     T* dv = buf + 4 * dd;
     T* u = buf + 5 * dd;  // [H, d] (H <= 8 with compile-time widths)
+    const int* site = gsite + s * n;
+    const T sgn = gsign[s];
     for (long j = 0; j < np; ++j) {
       bool changed = false;
-      for (long k = 0; k < bp; ++k) changed = changed || sig[(j * bp + k + s) % n] != rs[(j * bp + k + s) % n];
+      for (long k = 0; k < bp; ++k) changed = changed || sig[site[j * bp + k]] != rs[site[j * bp + k]];
       if (!changed) continue;
       for (long i = 0; i < dd; ++i) {
         x0n[i] = be[i];
         x0o[i] = be[i];
       }
       for (long k = 0; k < bp; ++k) {
-        const T sn = sig[(j * bp + k + s) % n], so = rs[(j * bp + k + s) % n];
+        const T sn = sgn * sig[site[j * bp + k]], so = sgn * rs[site[j * bp + k]];
         for (long i = 0; i < dd; ++i) {
           x0n[i] += We[i * bp + k] * sn;
           x0o[i] += We[i * bp + k] * so;
@@ -1068,6 +1111,8 @@ detail::IncrementalRows<T> TransformerAnsatz<T>::incremental_rows() const {
   k.W2T = wt + 2 * d_ * d_ + d_ * k.dff;
   k.ref_sigma = ref_sigma_.data();
   k.ref_x1 = ref_x1_.data();
+  k.gsite = gsite_.data();
+  k.gsign = gsign_.data();
   return k;
 }
 
