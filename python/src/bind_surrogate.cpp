@@ -150,7 +150,7 @@ HeatPairs make_pairs(const Array<double>& inputs, const py::object& targets, con
 
 py::dict to_dict(const training::SurrogateOptions& o) {
   py::dict d;
-  d["kind"] = o.kind;
+  d["kind"] = std::string(enum_name(o.kind));
   d["kernel_heads"] = o.kernel_heads;
   d["kernel_dk"] = o.kernel_dk;
   d["local_radius"] = o.local_radius;
@@ -161,7 +161,7 @@ py::dict to_dict(const training::SurrogateOptions& o) {
   d["d_ff"] = o.encoder.d_ff;
   d["attention"] = enum_name(o.encoder.attention);
   d["n_slices"] = o.encoder.n_slices;
-  d["coords"] = o.coords;
+  d["coords"] = std::string(enum_name(o.coords));
   d["harmonics"] = o.harmonics;
   d["coord_features"] = o.encoder.coord_features;
   d["coord_sigma"] = o.encoder.coord_sigma;
@@ -184,7 +184,7 @@ py::dict train_defaults() {
   d["seed"] = t.seed;
   d["max_seconds"] = t.max_seconds;
   d["unroll"] = t.unroll;
-  d["unroll_grad"] = t.unroll_grad;
+  d["unroll_grad"] = std::string(enum_name(t.unroll_grad));
   d["unroll_warmup_steps"] = t.unroll_warmup_steps;
   d["optimizer"] = std::string(enum_name(t.optimizer.kind));
   d["lr"] = t.optimizer.lr;
@@ -330,8 +330,9 @@ py::dict fit_file(PyModel& pm, const std::string& path, const std::string& field
     require(f.dim == g.dim, "fit('", path, "'): the file holds ", f.dim, "D fields but the model is ", g.dim,
             "D: build it with Surrogate(dim=", f.dim, ")");
     r = training::resolve_heat_file(o);
-    require(r.bc == g.bc, "fit('", path, "'): the file's boundary type is ", r.bc, " but the model was built with bc='",
-            g.bc, "': build it with Surrogate(bc='", r.bc, "')");
+    require(r.bc == g.bc, "fit('", path, "'): the file's boundary type is ", enum_name(r.bc),
+            " but the model was built with bc='", enum_name(g.bc), "': build it with Surrogate(bc='", enum_name(r.bc),
+            "')");
     const std::vector<double> box = r.box();
     bool same = true;
     for (int a = 0; a < g.dim; ++a) same = same && std::abs(box[a] - g.box[a]) <= 1e-5 * g.box[a];
@@ -409,7 +410,7 @@ py::dict grid_dict(const HeatModel& m) {
   const auto& g = m.grid();
   py::dict d;
   d["dim"] = g.dim;
-  d["bc"] = g.bc;
+  d["bc"] = std::string(enum_name(g.bc));
   d["box"] = g.box;
   d["nx"] = g.nx;
   d["ny"] = g.ny;
@@ -434,7 +435,8 @@ void bind_surrogate(py::module_& m) {
                        const std::vector<std::string>& channels, long seed) {
              auto p = std::make_unique<PyModel>();
              auto lock = lock_model(*p);
-             p->m = std::make_unique<HeatModel>(surrogate_options(options), dim, box, bc, channels, seed);
+             p->m = std::make_unique<HeatModel>(surrogate_options(options), dim, box, heat::parse_bc_type(bc),
+                                                channels, seed);
              return p;
            }),
            py::arg("options"), py::arg("dim"), py::arg("box"), py::arg("bc"), py::arg("channels"), py::arg("seed"))

@@ -41,7 +41,7 @@ HeatRunConfig tiny(const std::string& dir, long steps, const std::string& kind, 
   c.data.n_val = 5;
   c.data.n_test = 8;
   c.data.length_scale = 0.15;
-  c.model.kind = kind;
+  c.model.kind = parse_enum<SurrogateKind>(kind, "model.kind");
   c.model.kernel_heads = 2;
   c.model.kernel_dk = 4;
   c.model.encoder.d_model = 8;

@@ -48,7 +48,7 @@ UnrollRun train(const std::string& kind, const std::string& grad, const Comm& co
   t.schedule.warmup_steps = 2;
   t.schedule.total_steps = 6;
   t.unroll = K;
-  t.unroll_grad = grad;
+  t.unroll_grad = parse_enum<UnrollGrad>(grad, "train.unroll_grad");
   t.unroll_warmup_steps = 2;  // the curriculum's switch inside the run
   Optimizer opt(t.optimizer);
   FitState st;

@@ -18,7 +18,7 @@ namespace {
 
 SurrogateOptions cond_options(long channels, bool stencil, bool dt_input, long layers, const char* memory) {
   SurrogateOptions so;
-  so.kind = "conditioned";
+  so.kind = SurrogateKind::Conditioned;
   so.extra_channels = channels;
   so.stencil = stencil;
   so.dt_input = dt_input;
@@ -27,7 +27,7 @@ SurrogateOptions cond_options(long channels, bool stencil, bool dt_input, long l
   so.kernel_dk = 3;
   so.harmonics = 1;
   so.encoder.d_model = 4;
-  so.conditioned_attention = memory;
+  so.conditioned_attention = parse_enum<ConditionedAttention>(memory, "model.conditioned_attention");
   return so;
 }
 
@@ -268,11 +268,12 @@ TEST(HeatConditioned, RefusesAModelWithoutChannels) {
   }
   so.input_kappa = true;  // the shorthand gives the one channel
   EXPECT_NO_THROW(HeatSurrogate<double>(so, 2, {1.0, 1.0}));
-  so.coords = "fourier";
+  so.coords = CoordEncoding::Fourier;
   EXPECT_THROW(so.validate(), Error);
-  so.coords = "harmonics";
-  so.conditioned_attention = "sparse";
-  EXPECT_THROW(so.validate(), Error);
+  so.coords = CoordEncoding::Harmonics;
+  OptionSet set;  // an unknown memory layout is refused where the option is read
+  so.declare(set);
+  EXPECT_THROW(set.set("model.conditioned_attention=sparse"), Error);
 }
 
 // ------------------------------------------------------------------ the κ-conditioned local stencil (model.local_radius)
@@ -310,7 +311,7 @@ TEST(HeatConditionedLocal, GradientsMatchCentralDifferences) {
     }
   double wp = 1, wi = 1;  // with the channels' stencil differences and the horizon in z, tiled attention
   SurrogateOptions so = local_options(2, 1, true, true);
-  so.conditioned_attention = "tiled";
+  so.conditioned_attention = ConditionedAttention::Tiled;
   check_gradients(so, &wp, &wi, 2, {2.0, 1.5});
   std::printf("local r=2 2D non-periodic, stencil + dt_input, tiled: parameter %.2e, input %.2e\n", wp, wi);
   EXPECT_LT(wp, 1e-7);
@@ -412,7 +413,7 @@ TEST(HeatConditionedLocal, RadiusZeroAndZeroWeightsAreBitIdenticalToTheModelWith
   EXPECT_THROW(so.validate(), Error);
   so.local_radius = 2;
   EXPECT_NO_THROW(so.validate());
-  so.kind = "kernel";
+  so.kind = SurrogateKind::Kernel;
   so.extra_channels = 0;
   EXPECT_THROW(so.validate(), Error);
 }
@@ -422,7 +423,7 @@ TEST(HeatConditionedLocal, RadiusZeroAndZeroWeightsAreBitIdenticalToTheModelWith
 TEST(HeatConserve, PredictionKeepsTheInputMeanAndGradientsMatchCentralDifferences) {
   for (const char* kind : {"conditioned", "transformer"}) {
     SurrogateOptions so = cond_options(1, false, false, 2, "dense");
-    so.kind = kind;
+    so.kind = parse_enum<SurrogateKind>(kind, "model.kind");
     so.encoder.n_heads = 2;
     for (bool conserve : {false, true}) {
       so.conserve = conserve;

@@ -30,7 +30,7 @@ HeatRunConfig tiny(const std::string& dir, const std::string& kind) {
   c.data.n_val = 8;
   c.data.n_test = 8;
   c.data.length_scale = 0.15;
-  c.model.kind = kind;
+  c.model.kind = parse_enum<SurrogateKind>(kind, "model.kind");
   c.model.kernel_heads = 2;
   c.model.kernel_dk = 6;
   c.model.encoder.d_model = 16;
@@ -78,7 +78,7 @@ TEST(HeatModel, TrainsLikeRunHeatAndLoadsItsCheckpoint) {
     // The same pairs, options and seeds through HeatModel::fit: the same final parameters, bit for bit.
     const HeatRunConfig rc = cfg.resolved();
     const HeatPairs train = make_heat_pairs(rc.data, 0, 32, 16), val = make_heat_pairs(rc.data, 32, 8, 16);
-    HeatModel mine(rc.model, 1, {1.0}, "periodic", {}, cfg.train.seed);
+    HeatModel mine(rc.model, 1, {1.0}, heat::BcType::Periodic, {}, cfg.train.seed);
     long calls = 0;
     FitHooks hooks;
     hooks.on_step = [&](const FitStep& s) { EXPECT_EQ(s.step, ++calls); };
@@ -92,7 +92,7 @@ TEST(HeatModel, TrainsLikeRunHeatAndLoadsItsCheckpoint) {
     // The checkpoint predicts the evaluation's fields (eval.h5, the first 4 test samples) exactly.
     auto loaded = HeatModel::load(ckpt);
     EXPECT_EQ(loaded->grid().nx, 16);
-    EXPECT_EQ(loaded->options().kind, kind);
+    EXPECT_EQ(enum_name(loaded->options().kind), kind);
     h5::Reader e(dir + "/eval.h5", "heat_eval", 1);
     const auto in = e.read<double>("/fields/input"), ref = e.read<double>("/fields/prediction");
     View2<double> x("x", 4, 16), c("c", 16, 1);
@@ -111,7 +111,7 @@ TEST(HeatModel, TrainsLikeRunHeatAndLoadsItsCheckpoint) {
 
 TEST(HeatModel, RefusesWhatDoesNotFit) {
   SurrogateOptions o;
-  o.kind = "transformer";
+  o.kind = SurrogateKind::Transformer;
   auto message = [](auto&& f) {
     try {
       f();
@@ -120,15 +120,15 @@ TEST(HeatModel, RefusesWhatDoesNotFit) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message([&] { HeatModel(o, 4, {1, 1, 1, 1}, "periodic", {}, 0); }).find("dim must be 1, 2 or 3"),
+  EXPECT_NE(message([&] { HeatModel(o, 4, {1, 1, 1, 1}, heat::BcType::Periodic, {}, 0); }).find("dim must be 1, 2 or 3"),
             std::string::npos);
-  EXPECT_NE(message([&] { HeatModel(o, 2, {1.0}, "periodic", {}, 0); }).find("1 box length(s) for a 2D model"),
+  EXPECT_NE(message([&] { HeatModel(o, 2, {1.0}, heat::BcType::Periodic, {}, 0); }).find("1 box length(s) for a 2D model"),
             std::string::npos);
-  EXPECT_NE(message([&] { HeatModel(o, 1, {1.0}, "wall", {}, 0); }).find("unknown boundary type 'wall'"),
+  EXPECT_NE(message([&] { HeatModel(o, 1, {1.0}, heat::parse_bc_type("wall"), {}, 0); }).find("unknown boundary type 'wall'"),
             std::string::npos);
-  EXPECT_NE(message([&] { HeatModel(o, 1, {1.0}, "periodic", {"kappa", "kappa"}, 0); }).find("listed twice"),
+  EXPECT_NE(message([&] { HeatModel(o, 1, {1.0}, heat::BcType::Periodic, {"kappa", "kappa"}, 0); }).find("listed twice"),
             std::string::npos);
-  HeatModel m(o, 1, {1.0}, "periodic", {"kappa"}, 0);
+  HeatModel m(o, 1, {1.0}, heat::BcType::Periodic, {"kappa"}, 0);
   EXPECT_FALSE(m.trained());
   EXPECT_NE(message([&] { m.save(run_dir("refuse") + "/x.h5"); }).find("has not been trained"), std::string::npos);
   View2<double> x("x", 2, 8), c("c", 8, 1);

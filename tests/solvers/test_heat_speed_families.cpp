@@ -297,7 +297,7 @@ TEST(HeatSpeedFamilies, TrainingOnAFamilyFileReportsTheSpeedAgainstTheSolver) {
   c.data.file = f.path;
   c.data.channels = {"kappa"};
   c.data.n_train = 28, c.data.n_val = 4, c.data.n_test = 8;
-  c.model.kind = "transformer";
+  c.model.kind = SurrogateKind::Transformer;
   c.model.encoder.d_model = 8;
   c.model.encoder.n_heads = 2;
   c.model.encoder.d_ff = 8;

@@ -14,7 +14,7 @@ namespace {
 
 SurrogateOptions stencil_options(long channels) {
   SurrogateOptions so;
-  so.kind = "transformer";
+  so.kind = SurrogateKind::Transformer;
   so.stencil = true;
   so.extra_channels = channels;
   so.harmonics = 1;

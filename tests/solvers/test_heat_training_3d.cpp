@@ -113,7 +113,7 @@ TEST(HeatTraining3d, PairsAreTheDouglasAdiOnEachSamplesOwnProblem) {
 TEST(HeatTraining3d, DirichletFamilyPairsWithBoundaryDataAndSources) {
   const long n = 6, P = n * n * n;
   HeatDataOptions o = family_3d(n);
-  o.bc = "dirichlet";
+  o.bc = heat::BcType::Dirichlet;
   o.family.boundary = heat::BoundaryFamily::Random;
   o.family.source = heat::SourceFamily::Grf;
   const HeatDataOptions d = resolve_heat_data(o);
@@ -230,7 +230,7 @@ void gradient_errors(const SurrogateOptions& so, const Grid3& g, const std::vect
 
 SurrogateOptions cond3(long heads, long radius) {
   SurrogateOptions so;
-  so.kind = "conditioned";
+  so.kind = SurrogateKind::Conditioned;
   so.extra_channels = 1;
   so.kernel_heads = heads;
   so.kernel_dk = 3;
@@ -238,7 +238,7 @@ SurrogateOptions cond3(long heads, long radius) {
   so.local_radius = radius;
   so.harmonics = 1;
   so.encoder.d_model = 4;
-  so.conditioned_attention = "dense";
+  so.conditioned_attention = ConditionedAttention::Dense;
   return so;
 }
 }  // namespace
@@ -365,7 +365,7 @@ TEST(HeatTraining3d, ConditionedRunBeatsTheFieldTransfersAndItsCheckpointPredict
   c.data.n_train = 96;
   c.data.n_val = 8;
   c.data.n_test = 8;
-  c.model.kind = "conditioned";
+  c.model.kind = SurrogateKind::Conditioned;
   c.model.kernel_heads = 0;
   c.model.local_radius = 1;
   c.model.kernel_layers = 2;
@@ -490,7 +490,7 @@ TEST(HeatTraining3d, PairsFromA3dDatasetFileKeepTheirOrientationAndTrain) {
   // A short run trains from the file and evaluates with its physics (rollout against the solver, ADI timing).
   HeatRunConfig cfg;
   cfg.data = d;
-  cfg.model.kind = "kernel";
+  cfg.model.kind = SurrogateKind::Kernel;
   cfg.model.kernel_heads = 2;
   cfg.model.kernel_dk = 4;
   cfg.model.harmonics = 2;

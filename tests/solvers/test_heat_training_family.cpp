@@ -104,7 +104,7 @@ TEST(HeatTrainingFamily, PairsAreTheReferenceSolverOnEachSamplesOwnProblem) {
 
 TEST(HeatTrainingFamily, SourcesAndBoundaryDataBecomeChannels) {
   HeatDataOptions o = family_2d();
-  o.bc = "dirichlet";
+  o.bc = heat::BcType::Dirichlet;
   o.family.source = heat::SourceFamily::Grf;
   o.family.boundary = heat::BoundaryFamily::Random;
   const HeatDataOptions d = resolve_heat_data(o);
@@ -138,9 +138,9 @@ TEST(HeatTrainingFamily, SourcesAndBoundaryDataBecomeChannels) {
 TEST(HeatTrainingFamily, RefusesWhatCannotWork) {
   HeatRunConfig c;
   c.data = family_2d();
-  c.model.kind = "kernel";
+  c.model.kind = SurrogateKind::Kernel;
   EXPECT_TRUE(contains(error_of([&] { c.resolved(); }), "model.kind = conditioned")) << error_of([&] { c.resolved(); });
-  c.model.kind = "conditioned";
+  c.model.kind = SurrogateKind::Conditioned;
   c.data.channels = {"source"};
   EXPECT_TRUE(contains(error_of([&] { c.resolved(); }), "does not draw")) << error_of([&] { c.resolved(); });
   c.data.channels = {};
@@ -165,7 +165,7 @@ TEST(HeatTrainingFamily, ConditionedModelTrainsAndEvaluatesOnTheFamily) {
   c.data.n_val = 16;
   c.data.n_test = 16;
   c.data.horizon_ftcs_steps = 20;
-  c.model.kind = "conditioned";
+  c.model.kind = SurrogateKind::Conditioned;
   c.model.kernel_dk = 8;
   c.train.steps = 120;
   c.train.batch = 8;

@@ -116,9 +116,9 @@ TEST(HeatTrainingFile, PairsEqualTheGeneratorsAndThePhysicsIsTheFiles) {
   d.file = path;
   d.length_scale = kLengthScale;  // of the fields the training generator makes (compared below)
   d.horizons = {1.0, 2.0};
-  d.kappa = 7.0, d.length = 3.0, d.bc = "periodic";  // overridden by the file
+  d.kappa = 7.0, d.length = 3.0, d.bc = heat::BcType::Periodic;  // overridden by the file
   const HeatDataOptions r = resolve_heat_data(d);
-  EXPECT_EQ(r.bc, "dirichlet");
+  EXPECT_EQ(r.bc, heat::BcType::Dirichlet);
   EXPECT_DOUBLE_EQ(r.kappa, 0.5);
   EXPECT_NEAR(r.length, 1.0, 1e-14);
   EXPECT_NEAR(r.horizon(), kDelta, 1e-14 * kDelta);
@@ -329,7 +329,7 @@ double objective(const M& model, ParameterBuffer<double>& buf, SurrogateCache<do
 TEST(HeatSurrogateHorizon, GradientMatchesFiniteDifferences) {
   for (const std::string kind : {"kernel", "transformer"}) {
     SurrogateOptions so;
-    so.kind = kind;
+    so.kind = parse_enum<SurrogateKind>(kind, "model.kind");
     so.dt_input = true;
     so.kernel_heads = 2;
     so.kernel_dk = 3;
@@ -595,7 +595,7 @@ TEST(HeatDataForeign, PdebenchLayoutIsReadByNameOnANonSquareGrid) {
   // Periodic (data.bc): the encoding's periods are the box; non-periodic: twice it.
   EXPECT_NEAR(encoding_lengths(r)[1], kY * 0.25, 1e-12);
   HeatDataOptions neu = r;
-  neu.bc = "neumann";
+  neu.bc = heat::BcType::Neumann;
   EXPECT_NEAR(encoding_lengths(neu)[0], 2 * kX * 0.25, 1e-12);
   ASSERT_EQ(r.info->channels.size(), 2u);
   EXPECT_FALSE(r.info->channels[0].time_dependent);
@@ -739,11 +739,11 @@ TEST(HeatDataForeign, OurOwnFileWithVariableKappaHasItsPhysicsFromTheFile) {
   d.dim = 1;
   d.n_train = 2, d.n_val = 1, d.n_test = 1;
   d.file = path;
-  d.bc = "dirichlet";  // the file's own bc attribute wins
+  d.bc = heat::BcType::Dirichlet;  // the file's own bc attribute wins
   d.channels = {"kappa"};
   const HeatDataOptions r = resolve_heat_data(d);
   EXPECT_FALSE(r.solver_physics);
-  EXPECT_EQ(r.bc, "periodic");
+  EXPECT_EQ(r.bc, heat::BcType::Periodic);
   EXPECT_EQ(r.n, n);
   EXPECT_TRUE(contains(r.info->physics_note, "variable κ(x)"));
   EXPECT_EQ(r.info->family, "variable_kappa");
@@ -755,7 +755,7 @@ TEST(HeatDataForeign, OurOwnFileWithVariableKappaHasItsPhysicsFromTheFile) {
   HeatRunConfig cfg;
   cfg.data = d;
   cfg.data.channels.clear();
-  cfg.model.kind = "transformer";
+  cfg.model.kind = SurrogateKind::Transformer;
   cfg.model.input_kappa = true;
   auto rc = cfg.resolved();
   ASSERT_EQ(rc.data.channels.size(), 1u);
@@ -763,7 +763,7 @@ TEST(HeatDataForeign, OurOwnFileWithVariableKappaHasItsPhysicsFromTheFile) {
   EXPECT_EQ(rc.model.extra_channels, 1);
   HeatRunConfig kern = cfg;
   kern.model.input_kappa = false;
-  kern.model.kind = "kernel";
+  kern.model.kind = SurrogateKind::Kernel;
   kern.data.channels = {"kappa"};
   EXPECT_TRUE(contains(error_of([&] { kern.validate(); }), "cannot take extra input channels (data.channels = [kappa])"));
   HeatRunConfig gen = cfg;
@@ -776,7 +776,7 @@ TEST(HeatDataForeign, OurOwnFileWithVariableKappaHasItsPhysicsFromTheFile) {
 
 TEST(HeatSurrogateChannels, ExtraChannelsAreInputsAndTheGradientMatches) {
   SurrogateOptions so;
-  so.kind = "transformer";
+  so.kind = SurrogateKind::Transformer;
   so.extra_channels = 2;
   so.harmonics = 2;
   so.encoder.d_model = 8;
@@ -859,8 +859,8 @@ TEST(HeatTrainingFile, ChannelStatisticsAreStoredAndEvaluationReproducesTheRun) 
   c.data.n_train = 12, c.data.n_val = 4, c.data.n_test = 4;
   c.data.field = "u";
   c.data.channels = {"nu"};
-  c.data.bc = "neumann";
-  c.model.kind = "transformer";
+  c.data.bc = heat::BcType::Neumann;
+  c.model.kind = SurrogateKind::Transformer;
   c.model.encoder.d_model = 8;
   c.model.encoder.n_heads = 2;
   c.model.encoder.d_ff = 8;

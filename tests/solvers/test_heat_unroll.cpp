@@ -81,7 +81,7 @@ std::vector<Tiny> tiny_models() {
   std::vector<Tiny> out;
   {  // the kernel (coordinate attention) kind, two layers, with the horizon input
     Tiny t;
-    t.so.kind = "kernel";
+    t.so.kind = SurrogateKind::Kernel;
     t.so.kernel_heads = 2;
     t.so.kernel_dk = 3;
     t.so.kernel_layers = 2;
@@ -91,7 +91,7 @@ std::vector<Tiny> tiny_models() {
   }
   {  // transformer with a channel and the stencil features, 1D periodic
     Tiny t;
-    t.so.kind = "transformer";
+    t.so.kind = SurrogateKind::Transformer;
     t.so.encoder.d_model = 8;
     t.so.encoder.n_heads = 2;
     t.so.encoder.d_ff = 8;
@@ -102,7 +102,7 @@ std::vector<Tiny> tiny_models() {
   }
   {  // transformer with the stencil on a non-periodic 2D 4 x 3 grid (edges repeated along both axes)
     Tiny t;
-    t.so.kind = "transformer";
+    t.so.kind = SurrogateKind::Transformer;
     t.so.encoder.d_model = 8;
     t.so.encoder.n_heads = 2;
     t.so.encoder.d_ff = 8;
@@ -117,7 +117,7 @@ std::vector<Tiny> tiny_models() {
   }
   {  // the conditioned kind (κ-dependent attention, local stencil) on a non-periodic 2D grid
     Tiny t;
-    t.so.kind = "conditioned";
+    t.so.kind = SurrogateKind::Conditioned;
     t.so.kernel_heads = 2;
     t.so.kernel_dk = 3;
     t.so.kernel_layers = 2;
@@ -135,7 +135,7 @@ std::vector<Tiny> tiny_models() {
 }
 
 std::string name_of(const Tiny& t) {
-  return t.so.kind + (t.so.stencil ? "+stencil" : "") + " " + std::to_string(t.dim) + "D";
+  return std::string(enum_name(t.so.kind)) + (t.so.stencil ? "+stencil" : "") + " " + std::to_string(t.dim) + "D";
 }
 
 // K random normalised targets of the model's shape.
@@ -437,7 +437,7 @@ HeatRunConfig tiny_run(const std::string& dir, long steps, const std::string& ki
   c.data.n_val = 8;
   c.data.n_test = 8;
   c.data.length_scale = 0.15;
-  c.model.kind = kind;
+  c.model.kind = parse_enum<SurrogateKind>(kind, "model.kind");
   c.model.kernel_heads = 2;
   c.model.kernel_dk = 4;
   c.model.encoder.d_model = 16;
@@ -472,8 +472,8 @@ TEST(HeatUnrollFit, WarmupStepsAreOneStepTrainingAndTheUnrolledStepsDiffer) {
       TrainOptions t = cfg.train;
       t.unroll = unroll;
       t.unroll_warmup_steps = warmup;
-      t.unroll_grad = grad;
-      HeatModel m(rc.model, 1, {1.0}, "periodic", {}, t.seed);
+      t.unroll_grad = parse_enum<UnrollGrad>(grad, "train.unroll_grad");
+      HeatModel m(rc.model, 1, {1.0}, heat::BcType::Periodic, {}, t.seed);
       m.fit(p, val, t, {}, false);
       return m.parameters().get_host();
     };

@@ -97,11 +97,14 @@ void HeatProblem::set_all_boundaries(const BoundaryCondition& b) {
 
 HeatProblem make_problem(int dim, std::array<long, 3> n, std::array<double, 3> h, double kappa,
                          const std::string& bc) {
+  return make_problem(dim, n, h, kappa, parse_bc_type(bc));
+}
+
+HeatProblem make_problem(int dim, std::array<long, 3> n, std::array<double, 3> h, double kappa, BcType bc) {
   HeatProblem p;
   p.grid = Grid::make(dim, n, h);
   p.kappa = kappa;
-  const BcType t = parse_bc_type(bc);
-  p.set_all_boundaries(BoundaryCondition{t, 0.0, {}});
+  p.set_all_boundaries(BoundaryCondition{bc, 0.0, {}});
   p.validate();
   return p;
 }

@@ -16,7 +16,7 @@ void HeatDataOptions::declare(OptionSet& set, const std::string& s) {
           Range::non_negative());
   set.add(s + ".length", &length, "box length", Range::positive());
   set.add(s + ".kappa", &kappa, "diffusivity", Range::positive());
-  set.add(s + ".bc", &bc, "boundary condition (zero data)", {"periodic", "dirichlet", "neumann"});
+  set.add(s + ".bc", &bc, "boundary condition (zero data)");
   set.add(s + ".horizon_ftcs_steps", &horizon_ftcs_steps, "model horizon in explicit stability limits",
           Range::positive());
   set.add(s + ".length_scale", &length_scale, "correlation length of the random initial fields", Range::positive());
@@ -48,7 +48,6 @@ void HeatDataOptions::validate() const {
   require(length_scale > 0, "data.length_scale must be positive, got ", length_scale);
   require(horizon_ftcs_steps > 0, "data.horizon_ftcs_steps must be positive");
   require(n_train > 0 && n_val > 0 && n_test > 0, "data.n_train, n_val and n_test must all be positive");
-  heat::parse_bc_type(bc);
   require(!horizons.empty(), "data.horizons must list at least one multiple of the base horizon");
   bool has_one = false;
   for (double m : horizons) {
@@ -98,9 +97,9 @@ bool HeatDataOptions::generated_family() const {
 std::vector<std::string> HeatDataOptions::family_channels() const {
   std::vector<std::string> c;
   if (!generated_family()) return c;
-  if (family.kappa != heat::KappaFamily::Constant) c.push_back("kappa");
-  if (family.source != heat::SourceFamily::None) c.push_back("source");
-  if (family.boundary != heat::BoundaryFamily::Zero) c.push_back("boundary");
+  if (family.kappa != heat::KappaFamily::Constant) c.push_back(enum_name(FamilyChannel::Kappa));
+  if (family.source != heat::SourceFamily::None) c.push_back(enum_name(FamilyChannel::Source));
+  if (family.boundary != heat::BoundaryFamily::Zero) c.push_back(enum_name(FamilyChannel::Boundary));
   return c;
 }
 
@@ -136,7 +135,7 @@ View2<double> grid_coordinates(const HeatDataOptions& o) {
 }
 
 std::vector<double> encoding_lengths(const HeatDataOptions& o) {
-  const double period = o.bc == "periodic" ? 1.0 : 2.0;
+  const double period = o.bc == heat::BcType::Periodic ? 1.0 : 2.0;
   std::vector<double> l{period * o.length};
   if (o.dim > 1) l.push_back(period * o.box_y());
   if (o.dim > 2) l.push_back(period * o.box_z());
@@ -234,10 +233,9 @@ View3<double> family_channel_fields(const HeatDataOptions& o, long first, long c
   auto h = Kokkos::create_mirror_view(extra);
   const heat::HeatProblem base = o.problem(np);
   const heat::HeatFamily fam = o.family.build(base, std::uint64_t(o.seed));
-  enum class Channel { Kappa, Source, Boundary };
+  using Channel = FamilyChannel;
   std::vector<Channel> kinds;  // parsed once (resolve_heat_data admits only these names)
-  for (const auto& name : o.channels)
-    kinds.push_back(name == "kappa" ? Channel::Kappa : name == "source" ? Channel::Source : Channel::Boundary);
+  for (const auto& name : o.channels) kinds.push_back(parse_enum<Channel>(name, "data.channels"));
   for (long s = 0; s < count; ++s) {
     const heat::HeatProblem p = fam.sample_problem(base, first + s);
     for (long c = 0; c < C; ++c) {

@@ -15,6 +15,18 @@
 #include "attnphys/solvers/training/heat_data.hpp"
 
 namespace attnphys::training {
+// The 'bc' attribute of a file whose sides have different boundary types (the dataset writer's name).
+enum class MixedBc { Mixed };
+}  // namespace attnphys::training
+
+namespace attnphys {
+template <>
+struct EnumNames<training::MixedBc> {
+  static constexpr EnumName<training::MixedBc> values[] = {{training::MixedBc::Mixed, "mixed"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::training {
 
 namespace {
 
@@ -89,10 +101,12 @@ std::string first_of(const h5::Reader& r, std::initializer_list<const char*> nam
 }
 
 // Locates a channel: its layout (time-dependent or static), component axis and sample count against the field's.
-// role: "data.field" or "data.channels".
-FileChannel locate(const h5::Reader& r, const ChannelSpec& spec, const std::string& role, int dim, long samples,
-                   long nt, long nx, long ny, long nz, const std::string& field_name) {
+// role: the evolving field (data.field) or an extra channel (data.channels).
+enum class Role { Field, Channel };
+FileChannel locate(const h5::Reader& r, const ChannelSpec& spec, Role role_kind, int dim, long samples, long nt,
+                   long nx, long ny, long nz, const std::string& field_name) {
   const std::string& path = r.path();
+  const char* role = role_kind == Role::Field ? "data.field" : "data.channels";
   if (!r.is_numeric_dataset(spec.name))
     fail("data.file '", path, "' has no dataset '", spec.name, "' (", role, " = '", spec.text(),
          "'). Its datasets: ", dataset_list(r), groups_hint(r));
@@ -101,7 +115,7 @@ FileChannel locate(const h5::Reader& r, const ChannelSpec& spec, const std::stri
   c.shape = r.shape(spec.name);
   const auto& s = c.shape;
   const long rank = long(s.size());
-  const bool is_field = role == "data.field";
+  const bool is_field = role_kind == Role::Field;
   std::vector<std::uint64_t> grid{std::uint64_t(nx)};
   if (dim >= 2) grid.push_back(std::uint64_t(ny));
   if (dim == 3) grid.push_back(std::uint64_t(nz));
@@ -173,6 +187,13 @@ ChannelSpec parse_channel(const std::string& text) {
   return c;
 }
 
+bool FileChannel::solved_field() const { return spec.name == kSolvedField && components == 1; }
+
+std::optional<heat::BcType> file_bc_type(const std::string& text) {
+  if (find_enum<MixedBc>(text)) return std::nullopt;
+  return heat::parse_bc_type(text);  // one boundary type, or refused with the valid names
+}
+
 long FileChannel::values_per_sample() const {
   long v = 1;
   for (std::size_t i = 1; i < shape.size(); ++i) v *= long(shape[i]);
@@ -213,7 +234,7 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
   const ChannelSpec fs = parse_channel(o.field);
   {
     const long dim = f.dim;
-    if (!r.is_numeric_dataset(fs.name)) locate(r, fs, "data.field", f.dim, 0, 0, 0, 0, 0, fs.name);  // the error
+    if (!r.is_numeric_dataset(fs.name)) locate(r, fs, Role::Field, f.dim, 0, 0, 0, 0, 0, fs.name);  // the error
     const h5::Shape s = r.shape(fs.name);
     require(long(s.size()) == dim + 2 || long(s.size()) == dim + 3, "data.file '", path, "': '", fs.name,
             "' has shape ", shape_text(s), "; a ", dim, "D heat dataset is [sample, t, ", axes_text(int(dim)),
@@ -224,7 +245,7 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
     f.ny = dim >= 2 ? long(s[3]) : 1;
     f.nz = dim == 3 ? long(s[4]) : 1;
   }
-  f.field = locate(r, fs, "data.field", f.dim, f.samples, f.nt, f.nx, f.ny, f.nz, fs.name);
+  f.field = locate(r, fs, Role::Field, f.dim, f.samples, f.nt, f.nx, f.ny, f.nz, fs.name);
   require(f.samples >= 1, "data.file '", path, "' holds no samples");
   require(f.nt >= 2, "data.file '", path, "' holds ", f.nt, " snapshot(s) per sample of '", fs.name, "'; training ",
           "pairs need at least 2 (write the dataset with dataset.nt >= 2)");
@@ -295,29 +316,26 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
     if (!r.has_attr("/", "bc")) why.push_back("no 'bc' attribute (written by an older attnphys)");
     if (!r.has_attr("/", "kappa")) why.push_back("no 'kappa' attribute (written by an older attnphys)");
     if (r.has_attr("/", "bc")) {
-      const std::string bc = r.attr_string("/", "bc");
-      if (bc == "mixed") {
+      if (const auto bc = file_bc_type(r.attr_string("/", "bc")))
+        f.bc = *bc;
+      else  // "mixed"
         why.push_back("different boundary types on different sides");
-      } else {
-        heat::parse_bc_type(bc);
-        f.bc = bc;
-      }
     }
     if (why.empty()) {
       f.kappa = r.attr_double("/", "kappa");
       require(f.kappa > 0 && std::isfinite(f.kappa), "data.file '", path, "': kappa = ", f.kappa,
               " is not positive");
     }
-    if (fs.name != "data" || f.field.components != 1)
+    if (!f.field.solved_field())
       why.push_back("data.field = '" + fs.text() + "' is not the solved field 'data'");
     if (f.dim >= 2 && (f.nx != f.ny || std::abs(f.hy - f.h) > 1e-6 * f.h ||
                        (f.dim == 3 && (f.nz != f.nx || std::abs(f.hz - f.h) > 1e-6 * f.h))))
       why.push_back("a " + grid_text(f.nx, f.ny, f.dim, f.nz) + " grid (the evaluation's reference solver runs on square " +
                     "grids of square cells)");
     // Cell coordinates of our writer: x_i = i·h (periodic) or (i + 1/2)·h.
-    const double x0 = f.bc == "periodic" ? 0.0 : 0.5 * f.h;
+    const double x0 = f.bc == heat::BcType::Periodic ? 0.0 : 0.5 * f.h;
     require(why.size() > 0 || std::abs(f.x[0] - x0) <= 1e-6 * f.h, "data.file '", path, "': ", xname,
-            " starts at ", f.x[0], ", expected ", x0, " for a ", f.bc, " grid of spacing ", f.h);
+            " starts at ", f.x[0], ", expected ", x0, " for a ", enum_name(f.bc), " grid of spacing ", f.h);
   }
   f.solver_physics = why.empty();
   if (!f.solver_physics) {
@@ -330,15 +348,15 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
     };
     f.physics_note = "data.file '" + path + "' has its physics from the file (" + w + "): box " + num(f.length) +
                      (f.dim >= 2 ? " x " + num(f.length_y) : "") + (f.dim == 3 ? " x " + num(f.length_z) : "") +
-                     " from the coordinates, boundary type '" + f.bc + "'" +
-                     (f.attnphys && r.has_attr("/", "bc") && f.bc != "mixed" ? " from the file" : " from data.bc") +
+                     " from the coordinates, boundary type '" + enum_name(f.bc) + "'" +
+                     (f.attnphys && r.has_attr("/", "bc") ? " from the file" : " from data.bc") +
                      (f.has_time ? "" : ", no time coordinates (snapshot spacing taken as 1)");
   }
 
   // Extra channels.
   for (const auto& text : o.channels)
     f.channels.push_back(
-        locate(r, parse_channel(text), "data.channels", f.dim, f.samples, f.nt, f.nx, f.ny, f.nz, fs.name));
+        locate(r, parse_channel(text), Role::Channel, f.dim, f.samples, f.nt, f.nx, f.ny, f.nz, fs.name));
   return f;
 }
 
@@ -363,7 +381,7 @@ HeatDataOptions resolve_heat_data(const HeatDataOptions& o_in) {
 
 HeatDataOptions resolve_heat_file(const HeatDataOptions& o) {
   if (o.file.empty()) {
-    require(o.field == "data", "data.field = '", o.field, "' names a dataset of data.file, but data.file is empty ",
+    require(o.field == kSolvedField, "data.field = '", o.field, "' names a dataset of data.file, but data.file is empty ",
             "(generated pairs have only the solved field): set data.file or leave data.field at \"data\"");
     HeatDataOptions r = o;
     if (r.n == 0) r.n = 32;

@@ -300,7 +300,7 @@ void HeatEvaluator::run(HeatRunResult& res, const std::string& out_dir, const st
     if (!D.solver_physics) {
       if (!D.info || !D.info->attnphys)
         why = "not written by `attnphys heat dataset`";
-      else if (D.info->field.spec.name != "data" || D.info->field.components != 1)
+      else if (!D.info->field.solved_field())
         why = "data.field = '" + D.info->field.spec.text() + "' is not the solved field 'data'";
       else
         try {

@@ -125,8 +125,9 @@ HeatFileSolver::HeatFileSolver(const std::string& path, long first, long count) 
             "problems cannot be rebuilt");
   dim_ = int(r.attr_long("/", "dim"));
   require(dim_ >= 1 && dim_ <= 3, "'", path, "': dim = ", dim_);
-  const std::string bc = r.attr_string("/", "bc");
-  require(bc != "mixed", "'", path, "' has sides of different boundary types; its problems cannot be rebuilt");
+  const std::optional<heat::BcType> file_bc = file_bc_type(r.attr_string("/", "bc"));
+  require(file_bc.has_value(), "'", path, "' has sides of different boundary types; its problems cannot be rebuilt");
+  const heat::BcType bc = *file_bc;
   solver_dt_ = r.attr_double("/", "solver_dt");
   require(solver_dt_ > 0 && std::isfinite(solver_dt_), "'", path, "': solver_dt = ", solver_dt_);
   times_ = r.read<double>("grid/t");

@@ -260,7 +260,7 @@ FitResult fit_heat_surrogate(const HeatSurrogate<T>& model, ParameterBuffer<T>& 
           "validation pairs carry ", val.channels(), " extra channel(s) in ", val.dim, "D, the training pairs ", C,
           " in ", train.dim, "D");
   const long K = Tr.unroll;
-  const UnrollGrad unroll_grad = parse_unroll_grad(Tr.unroll_grad);
+  const UnrollGrad unroll_grad = Tr.unroll_grad;
   require(K >= 1 && train.steps() >= K, "heat surrogate training: train.unroll = ", K, " needs trajectories of ", K,
           " horizons per training sample, the training pairs hold ", train.steps(), " target(s) per sample (make ",
           "them with make_heat_pairs(..., steps = train.unroll))");
@@ -505,13 +505,13 @@ View2<double> predict_heat_surrogate(const HeatSurrogate<T>& model, const Parame
 // ------------------------------------------------------------------------------------------------ checkpoints
 
 std::vector<double> HeatModelGrid::encoding_lengths() const {
-  const double period = bc == "periodic" ? 1.0 : 2.0;
+  const double period = bc == heat::BcType::Periodic ? 1.0 : 2.0;
   std::vector<double> l;
   for (double b : box) l.push_back(period * b);
   return l;
 }
 
-HeatModelGrid grid_of(const HeatPairs& pairs, std::vector<double> box, const std::string& bc) {
+HeatModelGrid grid_of(const HeatPairs& pairs, std::vector<double> box, heat::BcType bc) {
   HeatModelGrid g;
   g.dim = pairs.dim;
   g.bc = bc;
@@ -547,7 +547,7 @@ void write_heat_checkpoint(const std::string& path, const ParameterBuffer<T>& bu
   }
   // The problem the model was trained on.
   w.set_attr("/", "dim", long(grid.dim));
-  w.set_attr("/", "bc", grid.bc);
+  w.set_attr("/", "bc", std::string(enum_name(grid.bc)));
   w.set_attr("/", "box_lengths", grid.box);
   w.set_attr("/", "encoding_lengths", grid.encoding_lengths());
   w.set_attr("/", "grid_shape", grid.dim == 3 ? std::vector<double>{double(grid.nz), double(grid.ny), double(grid.nx)}
@@ -592,13 +592,12 @@ std::string model_config(const SurrogateOptions& opt, const HeatModelGrid& grid,
 }
 }  // namespace
 
-HeatModel::HeatModel(SurrogateOptions options, int dim, std::vector<double> box, std::string bc,
+HeatModel::HeatModel(SurrogateOptions options, int dim, std::vector<double> box, heat::BcType bc,
                      std::vector<std::string> channel_names, long seed) {
   require(dim >= 1 && dim <= 3, "heat surrogate: dim must be 1, 2 or 3, got ", dim);
   require(long(box.size()) == dim, "heat surrogate: ", box.size(), " box length(s) for a ", dim, "D model: give one per ",
           "axis");
   for (double b : box) require(b > 0 && std::isfinite(b), "heat surrogate: box lengths must be positive, got ", b);
-  heat::parse_bc_type(bc);
   for (std::size_t i = 0; i < channel_names.size(); ++i) {
     require(!channel_names[i].empty() && channel_names[i].find(',') == std::string::npos,
             "heat surrogate: channel names must be non-empty and free of commas, got '", channel_names[i], "'");
@@ -606,7 +605,7 @@ HeatModel::HeatModel(SurrogateOptions options, int dim, std::vector<double> box,
       require(channel_names[i] != channel_names[j], "heat surrogate: channel '", channel_names[i], "' is listed twice");
   }
   grid_.dim = dim;
-  grid_.bc = std::move(bc);
+  grid_.bc = bc;
   grid_.box = std::move(box);
   channels_ = std::move(channel_names);
   options.input_kappa = false;
@@ -620,7 +619,7 @@ HeatModel::HeatModel(SurrogateOptions options, int dim, std::vector<double> box,
 
 void HeatModel::build(SurrogateOptions options) {
   options.validate();
-  require(options.encoder.d_model % options.encoder.n_heads == 0 || options.kind == "kernel", "heat surrogate: ",
+  require(options.encoder.d_model % options.encoder.n_heads == 0 || options.kind == SurrogateKind::Kernel, "heat surrogate: ",
           "d_model (", options.encoder.d_model, ") must be a multiple of n_heads (", options.encoder.n_heads, ")");
   model_ = std::make_unique<HeatSurrogate<T>>(options, grid_.dim, grid_.encoding_lengths());
   buf_ = ParameterBuffer<T>();
@@ -647,7 +646,7 @@ std::unique_ptr<HeatModel> HeatModel::load(const std::string& path) {
   HeatModelGrid& g = m->grid_;
   if (r.has_attr("/", "dim") && r.has("/grid/coords")) {
     g.dim = int(r.attr_long("/", "dim"));
-    g.bc = r.attr_string("/", "bc");
+    g.bc = heat::parse_bc_type(r.attr_string("/", "bc"));
     g.box = r.attr_doubles("/", "box_lengths");
     const auto shape = r.attr_doubles("/", "grid_shape");
     const std::size_t want = g.dim == 3 ? 3 : 2;

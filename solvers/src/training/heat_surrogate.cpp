@@ -73,11 +73,9 @@ SurrogateOptions::SurrogateOptions() {
 void SurrogateOptions::declare(OptionSet& set) {
   set.add("model.kind", &kind,
           "kernel (coordinate attention, linear in the field), conditioned (kernel attention whose weights depend on "
-          "the input channels, still linear in the field) or transformer",
-          {"kernel", "conditioned", "transformer"});
+          "the input channels, still linear in the field) or transformer");
   set.add("model.conditioned_attention", &conditioned_attention,
-          "conditioned: dense (saved probabilities), tiled (FlashAttention-2, O(N) memory) or auto",
-          {"auto", "dense", "tiled"});
+          "conditioned: dense (saved probabilities), tiled (FlashAttention-2, O(N) memory) or auto");
   set.add("model.kernel_heads", &kernel_heads,
           "kernel / conditioned: attention heads (conditioned with model.local_radius > 0: 0 turns the global "
           "attention off, leaving the κ-conditioned local stencil)",
@@ -92,7 +90,7 @@ void SurrogateOptions::declare(OptionSet& set) {
           {ops::AttentionKind::Dense, ops::AttentionKind::Tiled, ops::AttentionKind::Galerkin,
            ops::AttentionKind::Physics});
   set.add("model.n_slices", &encoder.n_slices, "physics attention: slices per head", Range::at_least(1));
-  set.add("model.coords", &coords, "coordinate encoding", {"harmonics", "fourier", "none"});
+  set.add("model.coords", &coords, "coordinate encoding");
   set.add("model.harmonics", &harmonics, "harmonics per axis (coords = harmonics)", Range::at_least(1));
   set.add("model.coord_features", &encoder.coord_features, "random Fourier features (coords = fourier)",
           Range::at_least(1));
@@ -117,35 +115,33 @@ void SurrogateOptions::declare(OptionSet& set) {
 }
 
 void SurrogateOptions::validate() const {
-  require(coords == "harmonics" || coords == "fourier" || coords == "none", "model.coords '", coords,
-          "' is unknown: use harmonics, fourier or none");
+  // kind, coords and conditioned_attention are enums: an unknown name was refused where it was read.
+  using K = SurrogateKind;
   require(harmonics >= 1, "model.harmonics must be >= 1");
-  require(kind == "kernel" || kind == "conditioned" || kind == "transformer", "model.kind '", kind,
-          "' is unknown: use kernel, conditioned or transformer");
-  require(kind != "conditioned" || coords == "harmonics", "model.kind = conditioned builds its queries and keys ",
+  require(kind != K::Conditioned || coords == CoordEncoding::Harmonics,
+          "model.kind = conditioned builds its queries and keys ",
           "from the harmonic coordinate encoding and the channels: set model.coords = harmonics");
-  require(conditioned_attention == "auto" || conditioned_attention == "dense" || conditioned_attention == "tiled",
-          "model.conditioned_attention '", conditioned_attention, "' is unknown: use auto, dense or tiled");
-  require(kind != "kernel" || coords == "harmonics", "model.kind = kernel builds its queries and keys from the ",
+  require(kind != K::Kernel || coords == CoordEncoding::Harmonics,
+          "model.kind = kernel builds its queries and keys from the ",
           "harmonic coordinate encoding: set model.coords = harmonics");
-  require(kind != "kernel" || !input_kappa, "model.kind = kernel is linear in the field and cannot take κ as an ",
+  require(kind != K::Kernel || !input_kappa, "model.kind = kernel is linear in the field and cannot take κ as an ",
           "input: use model.kind = transformer for variable diffusivity");
-  require(kind != "kernel" || extra_channels == 0, "model.kind = kernel is linear in the field and cannot take ",
+  require(kind != K::Kernel || extra_channels == 0, "model.kind = kernel is linear in the field and cannot take ",
           "extra input channels (data.channels): use model.kind = transformer");
   require(extra_channels >= 0, "heat surrogate: negative number of extra channels");
   require(local_radius >= 0, "model.local_radius must be >= 0, got ", local_radius);
-  require(!local_softmax || (kind == "conditioned" && local_radius > 0), "model.local_softmax normalises the ",
+  require(!local_softmax || (kind == K::Conditioned && local_radius > 0), "model.local_softmax normalises the ",
           "weights of the conditioned local stencil: set model.kind = conditioned and model.local_radius > 0, or ",
           "model.local_softmax = false");
-  require(kernel_heads >= 1 || (kind == "conditioned" && local_radius > 0), "model.kernel_heads = ", kernel_heads,
+  require(kernel_heads >= 1 || (kind == K::Conditioned && local_radius > 0), "model.kernel_heads = ", kernel_heads,
           ": the model needs at least one attention head (0 is allowed only for model.kind = conditioned with ",
           "model.local_radius > 0, where the local stencil carries the map)");
-  require(!condition_on_field || kind == "conditioned", "model.condition_on_field conditions the attention of ",
+  require(!condition_on_field || kind == K::Conditioned, "model.condition_on_field conditions the attention of ",
           "model.kind = conditioned on the field: set model.kind = conditioned (the transformer kind sees the field ",
           "anyway) or model.condition_on_field = false");
-  require(local_radius == 0 || kind == "conditioned", "model.local_radius adds a κ-conditioned local stencil to ",
+  require(local_radius == 0 || kind == K::Conditioned, "model.local_radius adds a κ-conditioned local stencil to ",
           "model.kind = conditioned only: set model.kind = conditioned or model.local_radius = 0");
-  require(kind != "kernel" || !stencil, "model.stencil adds nonlinear token features; model.kind = kernel is linear ",
+  require(kind != K::Kernel || !stencil, "model.stencil adds nonlinear token features; model.kind = kernel is linear ",
           "in the field: use model.kind = transformer");
   require(encoder.attention != ops::AttentionKind::Factored,
           "model.attention = factored needs a fixed sequence length; the heat surrogate evaluates on other grids: ",
@@ -153,7 +149,7 @@ void SurrogateOptions::validate() const {
 }
 
 long SurrogateOptions::num_features(int dim) const {
-  return 1 + extra_inputs() + (dt_input ? 1 : 0) + (coords == "harmonics" ? 2 * harmonics * dim : 0) +
+  return 1 + extra_inputs() + (dt_input ? 1 : 0) + (coords == CoordEncoding::Harmonics ? 2 * harmonics * dim : 0) +
          (stencil ? (1 + extra_inputs()) * 2 * dim : 0);
 }
 
@@ -162,28 +158,24 @@ HeatSurrogate<T>::HeatSurrogate(SurrogateOptions options, int dim, std::vector<d
     : opt_([&] {
         options.validate();
         // Here, not in validate(): a run's configuration is validated before data.channels sets extra_channels.
-        require(options.kind != "conditioned" || options.extra_inputs() >= 1 || options.condition_on_field,
+        require(options.kind != SurrogateKind::Conditioned || options.extra_inputs() >= 1 || options.condition_on_field,
                 "model.kind = conditioned conditions its attention on the extra input channels but none is given: ",
                 "set data.channels (e.g. [\"kappa\"]), model.condition_on_field = true (a nonlinear κ(u)), or use ",
                 "model.kind = kernel for a constant-coefficient problem");
         require(dim >= 1 && dim <= 3, "the heat surrogate handles 1D, 2D and 3D grids, got dim = ", dim);
         require(long(lengths.size()) == dim, "heat surrogate: ", lengths.size(), " box lengths for dim ", dim);
         options.encoder.d_in = options.num_features(dim);
-        options.encoder.positional =
-            options.coords == "fourier" ? ops::PositionalKind::Coords : ops::PositionalKind::None;
-        options.encoder.coord_dim = options.coords == "fourier" ? dim : 0;
+        const bool fourier = options.coords == CoordEncoding::Fourier;
+        options.encoder.positional = fourier ? ops::PositionalKind::Coords : ops::PositionalKind::None;
+        options.encoder.coord_dim = fourier ? dim : 0;
         return options;
       }()),
       dim_(dim),
       lengths_(std::move(lengths)),
       enc_(opt_.encoder, "encoder."),
-      kind_(opt_.kind == "kernel" ? Kind::Kernel : opt_.kind == "conditioned" ? Kind::Conditioned : Kind::Transformer),
-      cond_memory_(opt_.conditioned_attention == "dense"   ? CondMemory::Dense
-                   : opt_.conditioned_attention == "tiled" ? CondMemory::Tiled
-                                                           : CondMemory::Auto),
-      coords_(opt_.coords == "harmonics" ? Coords::Harmonics
-              : opt_.coords == "fourier" ? Coords::Fourier
-                                         : Coords::None) {}
+      kind_(opt_.kind),
+      cond_memory_(opt_.conditioned_attention),
+      coords_(opt_.coords) {}
 
 template <class T>
 long HeatSurrogate<T>::cond_width() const {
@@ -209,10 +201,14 @@ void HeatSurrogate<T>::declare(ParameterBuffer<T>& buf) {
     kernel_plan_.push_back({"cond.b1", ops::InitSpec::Kind::Uniform, 1.0 / std::sqrt(double(Fc))});
     const double a = 1.0 / std::sqrt(double(Dz));
     for (long l = 0; l < opt_.kernel_layers; ++l) {
-      for (const char* w : {"wq", "wk", "wv"}) {
+      struct Block {
+        const char* name;
+        double scale;  // of the uniform initialisation: the value gains' random part starts smaller
+      };
+      for (const Block w : {Block{"wq", a}, Block{"wk", a}, Block{"wv", 0.1 * a}}) {
         if (H == 0) continue;  // no global attention (model.kernel_heads = 0): the local term alone
-        buf.add(cp(l) + w, {H * dk, Dz});
-        kernel_plan_.push_back({cp(l) + w, ops::InitSpec::Kind::Uniform, std::string(w) == "wv" ? 0.1 * a : a});
+        buf.add(cp(l) + w.name, {H * dk, Dz});
+        kernel_plan_.push_back({cp(l) + w.name, ops::InitSpec::Kind::Uniform, w.scale});
       }
       buf.add(cp(l) + "wm", {H * dk + 2, Dz});
       kernel_plan_.push_back({cp(l) + "wm", ops::InitSpec::Kind::Constant, 0.0});
@@ -243,16 +239,20 @@ void HeatSurrogate<T>::declare(ParameterBuffer<T>& buf) {
         buf.add(lp(l) + w, {H * dk, F});
         kernel_plan_.push_back({lp(l) + w, ops::InitSpec::Kind::Uniform, a});
       }
-      for (const char* b : {"bq", "bk", "a", "c"}) {
-        buf.add(lp(l) + b, {std::string(b) == "a" ? H : (std::string(b) == "c" ? 1 : H * dk)}, false);
-        kernel_plan_.push_back({lp(l) + b, ops::InitSpec::Kind::Constant, 0.0});
+      struct Block {
+        const char* name;
+        long size;
+      };
+      for (const Block b : {Block{"bq", H * dk}, Block{"bk", H * dk}, Block{"a", H}, Block{"c", 1}}) {
+        buf.add(lp(l) + b.name, {b.size}, false);
+        kernel_plan_.push_back({lp(l) + b.name, ops::InitSpec::Kind::Constant, 0.0});
       }
       buf.add(lp(l) + "b0", {1}, false);
       kernel_plan_.push_back({lp(l) + "b0", ops::InitSpec::Kind::Constant, 1.0});
       if (opt_.dt_input)  // the horizon's slopes of a, b0, c: zero, so the model starts horizon-independent
-        for (const char* b : {"a_dt", "b0_dt", "c_dt"}) {
-          buf.add(lp(l) + b, {std::string(b) == "a_dt" ? H : 1}, false);
-          kernel_plan_.push_back({lp(l) + b, ops::InitSpec::Kind::Constant, 0.0});
+        for (const Block b : {Block{"a_dt", H}, Block{"b0_dt", 1}, Block{"c_dt", 1}}) {
+          buf.add(lp(l) + b.name, {b.size}, false);
+          kernel_plan_.push_back({lp(l) + b.name, ops::InitSpec::Kind::Constant, 0.0});
         }
     }
     return;

@@ -121,5 +121,6 @@ long count_non_finite(const double* data, long n, bool negative_too = false);
 // A problem with zero boundary data on every side: bc "periodic", "dirichlet" or "neumann".
 HeatProblem make_problem(int dim, std::array<long, 3> n, std::array<double, 3> h, double kappa,
                          const std::string& bc);
+HeatProblem make_problem(int dim, std::array<long, 3> n, std::array<double, 3> h, double kappa, BcType bc);
 
 }  // namespace attnphys::heat

@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,12 +50,35 @@ namespace attnphys::training {
 
 struct HeatFileInfo;
 
+// The dataset of the solved field in the files of `attnphys heat dataset` (data.field's default).
+inline constexpr const char* kSolvedField = "data";
+
+// The channels a generated [family] draws per sample (data.channels names them; EnumNames below).
+enum class FamilyChannel { Kappa, Source, Boundary };
+
+// The 'bc' attribute of a file of `attnphys heat dataset`: one boundary type, or nullopt for "mixed" (sides of
+// different types); any other text is refused as heat::parse_bc_type refuses it.
+std::optional<heat::BcType> file_bc_type(const std::string& text);
+
+}  // namespace attnphys::training
+
+namespace attnphys {
+template <>
+struct EnumNames<training::FamilyChannel> {
+  static constexpr EnumName<training::FamilyChannel> values[] = {{training::FamilyChannel::Kappa, "kappa"},
+                                                                 {training::FamilyChannel::Source, "source"},
+                                                                 {training::FamilyChannel::Boundary, "boundary"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::training {
+
 struct HeatDataOptions {
   int dim = 2;
   long n = 0;                   // points per axis; 0: the file's grid (data.file), or 32 for generated pairs
   double length = 1.0;          // box [0, length)^dim
   double kappa = 1.0;
-  std::string bc = "periodic";  // periodic | dirichlet | neumann (zero boundary data)
+  heat::BcType bc = heat::BcType::Periodic;  // periodic | dirichlet | neumann (zero boundary data)
   double horizon_ftcs_steps = 25;  // model horizon Δt in units of the explicit stability limit h²/(2·dim·κ)
   double length_scale = 0.1;    // correlation length of the Gaussian random initial fields
   long n_train = 1024, n_val = 128, n_test = 128;
@@ -63,7 +87,7 @@ struct HeatDataOptions {
   std::vector<double> horizons{1.0};  // multiples of the base horizon Δt to train on (must contain 1)
   std::string file;             // HDF5 dataset to read pairs from (empty: generate)
   long file_stride = 1;         // snapshots between input and target: base Δt = file_stride·(t[1] − t[0])
-  std::string field = "data";   // data.file: the evolving channel (see the header comment)
+  std::string field = kSolvedField;  // data.file: the evolving channel (see the header comment)
   std::vector<std::string> channels;  // data.file: extra input channels, "name" or "name[k]"
   // Generated pairs of a problem family ([family], the keys of `attnphys heat dataset`): sample i has its own κ(x),
   // source and boundary data (heat::HeatFamily::sample_problem of the data seed), the model sees them as the
@@ -132,6 +156,7 @@ struct FileChannel {
   long component = 0;           // the one read
   std::vector<std::uint64_t> shape;
   long values_per_sample() const;  // (t ·) points · components
+  bool solved_field() const;       // the solved field of our files (kSolvedField, one component)
 };
 
 // What an HDF5 dataset file holds, checked: layout, rank, grid, times, channels and physics.
@@ -146,7 +171,7 @@ struct HeatFileInfo {
   double h = 0, hy = 0, hz = 0, length = 0, length_y = 0, length_z = 0, kappa = 0;
   double dt = 0;                // snapshot spacing t[1] − t[0]
   bool has_time = false;        // the file has time coordinates (else dt = 1 in snapshot units)
-  std::string bc;               // the file's (solver physics) or data.bc
+  heat::BcType bc = heat::BcType::Periodic;  // the file's (solver physics) or data.bc
   std::vector<double> x, y, z;  // the coordinates of the grid points along each axis
   FileChannel field;
   std::vector<FileChannel> channels;

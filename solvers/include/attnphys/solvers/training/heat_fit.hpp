@@ -97,14 +97,14 @@ View2<double> predict_heat_surrogate(const HeatSurrogate<float>& model, const Pa
 // The problem a model was trained on: what predicting needs besides the parameters.
 struct HeatModelGrid {
   int dim = 2;
-  std::string bc = "periodic";
+  heat::BcType bc = heat::BcType::Periodic;
   std::vector<double> box;       // box length per axis
   long nx = 0, ny = 1, nz = 1;   // the training grid
   std::vector<double> coords;    // [nx·ny·nz, dim] its points (row-major, x fastest)
   std::vector<double> encoding_lengths() const;  // periods of the harmonic encoding (encoding_lengths in heat_data)
 };
 // The grid of a set of pairs on the box and boundary type given.
-HeatModelGrid grid_of(const HeatPairs& pairs, std::vector<double> box, const std::string& bc);
+HeatModelGrid grid_of(const HeatPairs& pairs, std::vector<double> box, heat::BcType bc);
 
 // Writes a checkpoint (the format in the header comment) through a temporary file renamed into place.
 void write_heat_checkpoint(const std::string& path, const ParameterBuffer<float>& buf, long optimizer_steps,
@@ -117,7 +117,7 @@ class HeatModel {
  public:
   // A fresh model: options (extra_channels is set from channel_names), the problem's dimension, box lengths and
   // boundary type, the names of the extra input channels, parameters initialised from seed.
-  HeatModel(SurrogateOptions options, int dim, std::vector<double> box, std::string bc,
+  HeatModel(SurrogateOptions options, int dim, std::vector<double> box, heat::BcType bc,
             std::vector<std::string> channel_names, long seed);
   // A checkpoint of `attnphys train heat` or of save(); the best validated parameters when it holds them.
   static std::unique_ptr<HeatModel> load(const std::string& path);

@@ -76,14 +76,46 @@
 
 namespace attnphys::training {
 
+// model.kind, model.conditioned_attention and model.coords: parsed once where the option is read (EnumNames below).
+enum class SurrogateKind { Kernel, Conditioned, Transformer };
+enum class ConditionedAttention { Auto, Dense, Tiled };  // conditioned: saved probabilities, FlashAttention-2 or
+                                                         // chosen by size
+enum class CoordEncoding { Harmonics, Fourier, None };
+
+}  // namespace attnphys::training
+
+namespace attnphys {
+template <>
+struct EnumNames<training::SurrogateKind> {
+  static constexpr EnumName<training::SurrogateKind> values[] = {{training::SurrogateKind::Kernel, "kernel"},
+                                                                 {training::SurrogateKind::Conditioned, "conditioned"},
+                                                                 {training::SurrogateKind::Transformer, "transformer"}};
+};
+template <>
+struct EnumNames<training::ConditionedAttention> {
+  static constexpr EnumName<training::ConditionedAttention> values[] = {
+      {training::ConditionedAttention::Auto, "auto"},
+      {training::ConditionedAttention::Dense, "dense"},
+      {training::ConditionedAttention::Tiled, "tiled"}};
+};
+template <>
+struct EnumNames<training::CoordEncoding> {
+  static constexpr EnumName<training::CoordEncoding> values[] = {{training::CoordEncoding::Harmonics, "harmonics"},
+                                                                 {training::CoordEncoding::Fourier, "fourier"},
+                                                                 {training::CoordEncoding::None, "none"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::training {
+
 struct SurrogateOptions {
-  std::string kind = "kernel";      // kernel | conditioned | transformer
-  std::string conditioned_attention = "auto";  // conditioned: auto | dense | tiled
+  SurrogateKind kind = SurrogateKind::Kernel;
+  ConditionedAttention conditioned_attention = ConditionedAttention::Auto;  // conditioned kind
   long kernel_heads = 4;            // kernel: heads (each its own attention matrix)
   long kernel_dk = 16;              // kernel: query/key width per head
   long kernel_layers = 1;           // kernel: stacked layers
   ops::EncoderOptions encoder;      // transformer: attention kind, width, depth, heads (d_in/positional set below)
-  std::string coords = "harmonics"; // harmonics | fourier | none
+  CoordEncoding coords = CoordEncoding::Harmonics;
   long harmonics = 4;               // M per axis
   bool input_kappa = false;         // shorthand for one extra channel "kappa" (data.channels; transformer only)
   bool stencil = false;             // transformer: + local differences of û and the channels (see below)
@@ -187,9 +219,12 @@ class HeatSurrogate {
   std::vector<double> lengths_;
   ops::Encoder<T> enc_;
   ops::InitPlan head_plan_, kernel_plan_;
-  enum class Kind { Kernel, Conditioned, Transformer } kind_;
-  enum class CondMemory { Auto, Dense, Tiled } cond_memory_;
-  enum class Coords { None, Harmonics, Fourier } coords_;  // model.coords, parsed once
+  using Kind = SurrogateKind;
+  using CondMemory = ConditionedAttention;
+  using Coords = CoordEncoding;
+  Kind kind_;
+  CondMemory cond_memory_;
+  Coords coords_;
   std::string lp(long l) const { return "kernel." + std::to_string(l) + "."; }
   void kernel_forward(const ops::Vec<T>& out, SurrogateCache<T>& c, const ops::ConstVec<T>& u,
                       const ConstMat<T>& coords, long batch, long len, const ParameterBuffer<T>& params) const;

@@ -45,6 +45,19 @@ enum class UnrollGrad {
          // and the step), N applications run without gradient and the next one is trained, on the input they
          // drifted, against u_{N+1}; the loss is that step's
 };
+}  // namespace attnphys::training
+
+namespace attnphys {
+template <>
+struct EnumNames<training::UnrollGrad> {
+  static constexpr EnumName<training::UnrollGrad> values[] = {{training::UnrollGrad::Full, "full"},
+                                                              {training::UnrollGrad::Last, "last"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::training {
+
+// "full" | "last" (the table above); anything else is refused with the list.
 UnrollGrad parse_unroll_grad(const std::string& text);
 
 struct TrainOptions {
@@ -67,7 +80,7 @@ struct TrainOptions {
   // validation samples give fewer starts from a file (those with K targets). K = 1: one-step training, bit for bit
   // the same.
   long unroll = 1;
-  std::string unroll_grad = "full";  // full | last
+  UnrollGrad unroll_grad = UnrollGrad::Full;
   long unroll_warmup_steps = 0;
   long seed = 0;              // model initialisation and batch order
   std::string out_dir = "runs/heat2d";
