@@ -45,7 +45,7 @@ Result run(const std::string& kind, long n) {
     ops::AttentionOptions o;
     o.d_model = d;
     o.n_heads = 4;
-    o.kind = kind == "linear" ? "galerkin" : kind;
+    o.kind = ops::parse_attention_kind(kind == "linear" ? "galerkin" : kind);
     ops::MultiHeadAttention<float> attn(o, "");
     ParameterBuffer<float> buf;
     ops::InitPlan plan;

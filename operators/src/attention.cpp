@@ -8,18 +8,14 @@
 namespace attnphys::ops {
 
 AttentionKind parse_attention_kind(const std::string& kind) {
-  if (kind == "dense") return AttentionKind::Dense;
-  if (kind == "tiled") return AttentionKind::Tiled;
-  if (kind == "galerkin") return AttentionKind::Galerkin;
-  if (kind == "factored") return AttentionKind::Factored;
-  if (kind == "physics") return AttentionKind::Physics;
+  if (const auto k = find_enum<AttentionKind>(kind)) return *k;
   fail("attention kind '", kind, "' is unknown: use dense, tiled, galerkin, factored or physics");
 }
 
 void AttentionOptions::validate() const {
   require(d_model > 0 && n_heads > 0 && d_model % n_heads == 0, "attention: d_model = ", d_model,
           " must be a positive multiple of n_heads = ", n_heads);
-  const AttentionKind k = parse_attention_kind(kind);
+  const AttentionKind k = kind;
   require(!(relative_bias || k == AttentionKind::Factored) || max_len > 0,
           "attention: relative_bias and factored attention need max_len > 0 (the longest sequence)");
   require(k != AttentionKind::Galerkin || (!causal && window < 0 && !relative_bias),
@@ -34,20 +30,10 @@ void AttentionOptions::validate() const {
 }
 
 namespace {
-template <class T>
-void alloc3(View3<T>& v, long a, long b, long c) {
-  if (long(v.extent(0)) != a || long(v.extent(1)) != b || long(v.extent(2)) != c)
-    v = View3<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::attention")), a, b, c);
-}
-template <class T>
-void alloc2(View2<T>& v, long a, long b) {
-  if (long(v.extent(0)) != a || long(v.extent(1)) != b)
-    v = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::attention")), a, b);
-}
-template <class T>
-void alloc1(View1<T>& v, long a) {
-  if (long(v.extent(0)) != a)
-    v = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::attention")), a);
+// The cache's buffers: reallocated (uninitialised) only when their extents change (core grow_view).
+template <class V, class... I>
+void alloc(V& v, I... n) {
+  grow_view(v, "attnphys::attention", n...);
 }
 template <class T>
 ConstMat3<T> c3(const View3<T>& v) {
@@ -110,7 +96,7 @@ void AttentionCache<T>::ensure(AttentionKind kind, const AttentionOptions& opt, 
     const double bytes = values * double(sizeof(T));
     if (bytes > 256e6)
       require_memory(bytes,
-                     msg("attention (", opt.kind, ", ", h, " heads, d_model ", d, ") on ", b, " samples of ", n,
+                     msg("attention (", enum_name(kind), ", ", h, " heads, d_model ", d, ") on ", b, " samples of ", n,
                          " tokens",
                          probs > 0 ? " (its N x N probabilities alone: " + format_bytes(probs * sizeof(T)) + ")"
                                    : std::string()),
@@ -121,39 +107,39 @@ void AttentionCache<T>::ensure(AttentionKind kind, const AttentionOptions& opt, 
   batch = b;
   len = n;
   if (kind == AttentionKind::Physics) {  // its own buffers (physics.ensure, in the forward) and the merged heads
-    alloc2(merged, b * n, d);
-    alloc2(dmerged, b * n, d);
+    alloc(merged, b * n, d);
+    alloc(dmerged, b * n, d);
     return;
   }
-  alloc2(proj, b * n, factored ? d : 3 * d);
-  alloc2(dproj, b * n, factored ? d : 3 * d);
+  alloc(proj, b * n, factored ? d : 3 * d);
+  alloc(dproj, b * n, factored ? d : 3 * d);
   // Factored attention without a key mask keeps v, o, dv as per-head blocks [H, N, B*dh] and p as [H, N, N]
   // (FactoredRowsBuffers); with a key mask its weights differ per sample and it uses the [B*H, ...] layout.
   const bool rows = factored && key_mask.extent(0) == 0;
-  alloc3(v, rows ? h : b * h, n, rows ? b * dh : dh);
-  alloc3(o, rows ? h : b * h, n, rows ? b * dh : dh);
-  alloc3(dv, rows ? h : b * h, n, rows ? b * dh : dh);
-  if (!rows) alloc3(dout, b * h, n, dh);
-  alloc2(merged, b * n, d);
-  alloc2(dmerged, b * n, d);
+  alloc(v, rows ? h : b * h, n, rows ? b * dh : dh);
+  alloc(o, rows ? h : b * h, n, rows ? b * dh : dh);
+  alloc(dv, rows ? h : b * h, n, rows ? b * dh : dh);
+  if (!rows) alloc(dout, b * h, n, dh);
+  alloc(merged, b * n, d);
+  alloc(dmerged, b * n, d);
   if (!factored) {
-    alloc3(q, b * h, n, dh);
-    alloc3(k, b * h, n, dh);
-    alloc3(dq, b * h, n, dh);
-    alloc3(dk, b * h, n, dh);
+    alloc(q, b * h, n, dh);
+    alloc(k, b * h, n, dh);
+    alloc(dq, b * h, n, dh);
+    alloc(dk, b * h, n, dh);
   }
-  if (dense || factored) alloc3(p, rows ? h : b * h, n, n);
-  if (dense || tiled) alloc2(lse, b * h, n);
+  if (dense || factored) alloc(p, rows ? h : b * h, n, n);
+  if (dense || tiled) alloc(lse, b * h, n);
   if (galerkin) {
-    alloc3(kn, b * h, n, dh);
-    alloc3(vn, b * h, n, dh);
-    alloc3(dkn, b * h, n, dh);
-    alloc3(dvn, b * h, n, dh);
-    alloc3(kv, b * h, dh, dh);
-    alloc1(k_mean, b * h * n);
-    alloc1(k_rstd, b * h * n);
-    alloc1(v_mean, b * h * n);
-    alloc1(v_rstd, b * h * n);
+    alloc(kn, b * h, n, dh);
+    alloc(vn, b * h, n, dh);
+    alloc(dkn, b * h, n, dh);
+    alloc(dvn, b * h, n, dh);
+    alloc(kv, b * h, dh, dh);
+    alloc(k_mean, b * h * n);
+    alloc(k_rstd, b * h * n);
+    alloc(v_mean, b * h * n);
+    alloc(v_rstd, b * h * n);
   }
 }
 
@@ -161,11 +147,11 @@ template <class T>
 MultiHeadAttention<T>::MultiHeadAttention(AttentionOptions options, std::string prefix)
     : opt_(std::move(options)), prefix_(std::move(prefix)) {
   opt_.validate();
-  kind_ = parse_attention_kind(opt_.kind);
+  kind_ = opt_.kind;
 }
 
 template <class T>
-void MultiHeadAttention<T>::declare(ParameterBuffer<T>& buf, InitPlan& plan) const {
+void MultiHeadAttention<T>::declare(ParameterBuffer<T>& buf, InitPlan& plan) {
   const long d = opt_.d_model, h = opt_.n_heads, dh = opt_.head_dim();
   const long table = relative_table_size(opt_.max_len, opt_.periodic);
   if (kind_ == AttentionKind::Physics) {
@@ -206,6 +192,26 @@ void MultiHeadAttention<T>::declare(ParameterBuffer<T>& buf, InitPlan& plan) con
     plan.push_back({prefix_ + "rel_bias", InitSpec::Kind::Constant, 0.0});
   }
   declare_linear(buf, plan, prefix_ + "out_proj.", d, d);
+  // Resolved once: forward and backward take their views from these.
+  const auto& p = prefix_;
+  t_ = Tensors{};
+  if (kind_ == AttentionKind::Physics) {
+    t_.fx_w = buf.ref(p + "in_proj_fx.weight"), t_.fx_b = buf.ref(p + "in_proj_fx.bias");
+    t_.xm_w = buf.ref(p + "in_proj_x.weight"), t_.xm_b = buf.ref(p + "in_proj_x.bias");
+    t_.slice_w = buf.ref(p + "slice.weight"), t_.slice_b = buf.ref(p + "slice.bias");
+    t_.log_tau = buf.ref(p + "log_tau");
+    t_.to_q = buf.ref(p + "to_q.weight"), t_.to_k = buf.ref(p + "to_k.weight"), t_.to_v = buf.ref(p + "to_v.weight");
+  } else if (kind_ == AttentionKind::Factored) {
+    t_.v_w = buf.ref(p + "v_proj.weight"), t_.v_b = buf.ref(p + "v_proj.bias"), t_.alpha = buf.ref(p + "alpha");
+  } else {
+    t_.in_w = buf.ref(p + "in_proj_weight"), t_.in_b = buf.ref(p + "in_proj_bias");
+  }
+  if (kind_ == AttentionKind::Galerkin) {
+    t_.kn_w = buf.ref(p + "k_norm.weight"), t_.kn_b = buf.ref(p + "k_norm.bias");
+    t_.vn_w = buf.ref(p + "v_norm.weight"), t_.vn_b = buf.ref(p + "v_norm.bias");
+  }
+  if (opt_.relative_bias) t_.rel_bias = buf.ref(p + "rel_bias");
+  t_.out_w = buf.ref(p + "out_proj.weight"), t_.out_b = buf.ref(p + "out_proj.bias");
 }
 
 template <class T>
@@ -217,29 +223,24 @@ ScoreSpec<T> MultiHeadAttention<T>::spec(const AttentionCache<T>& c, const Param
   s.mask.window = opt_.window;
   s.mask.periodic = opt_.periodic;
   s.mask.key_mask = c.key_mask;
-  if (opt_.relative_bias) s.rel_bias = params.view2(prefix_ + "rel_bias");
+  if (opt_.relative_bias) s.rel_bias = params.view2(t_.rel_bias);
   return s;
 }
 
 template <class T>
 PhysicsAttentionParams<T> MultiHeadAttention<T>::physics_params(const ParameterBuffer<T>& params) const {
-  const auto& p = prefix_;
-  return {params.view2(p + "in_proj_fx.weight"), params.view2(p + "in_proj_x.weight"),
-          params.view1(p + "in_proj_fx.bias"),   params.view1(p + "in_proj_x.bias"),
-          params.view3(p + "slice.weight"),      params.view2(p + "slice.bias"),
-          params.view1(p + "log_tau"),           params.view2(p + "to_q.weight"),
-          params.view2(p + "to_k.weight"),       params.view2(p + "to_v.weight")};
+  return {params.view2(t_.fx_w),    params.view2(t_.xm_w),    params.view1(t_.fx_b), params.view1(t_.xm_b),
+          params.view3(t_.slice_w), params.view2(t_.slice_b), params.view1(t_.log_tau), params.view2(t_.to_q),
+          params.view2(t_.to_k),    params.view2(t_.to_v)};
 }
 
 template <class T>
 PhysicsAttentionGrads<T> MultiHeadAttention<T>::physics_grads(const ParameterBuffer<T>& params) const {
-  const auto& p = prefix_;
   const Slot g = Slot::Grads;
-  return {params.view2(p + "in_proj_fx.weight", g), params.view2(p + "in_proj_x.weight", g),
-          params.view1(p + "in_proj_fx.bias", g),   params.view1(p + "in_proj_x.bias", g),
-          params.view3(p + "slice.weight", g),      params.view2(p + "slice.bias", g),
-          params.view1(p + "log_tau", g),           params.view2(p + "to_q.weight", g),
-          params.view2(p + "to_k.weight", g),       params.view2(p + "to_v.weight", g)};
+  return {params.view2(t_.fx_w, g),    params.view2(t_.xm_w, g),    params.view1(t_.fx_b, g),
+          params.view1(t_.xm_b, g),    params.view3(t_.slice_w, g), params.view2(t_.slice_b, g),
+          params.view1(t_.log_tau, g), params.view2(t_.to_q, g),    params.view2(t_.to_k, g),
+          params.view2(t_.to_v, g)};
 }
 
 template <class T>
@@ -263,30 +264,30 @@ void MultiHeadAttention<T>::forward(const Mat<T>& y, AttentionCache<T>& c, const
   c.ensure(kind_, opt_, batch, len);
   if (kind_ == AttentionKind::Physics) {
     physics_attention_forward<T>(c.merged, c.physics, x, batch, len, physics_params(params), ws);
-    linear_forward<T>(y, c.merged, params.view2(prefix_ + "out_proj.weight"),
-                      params.view1(prefix_ + "out_proj.bias"));
+    linear_forward<T>(y, c.merged, params.view2(t_.out_w),
+                      params.view1(t_.out_b));
     return;
   }
   const bool factored = kind_ == AttentionKind::Factored, rows = factored && key_mask.extent(0) == 0;
   const auto s = spec(c, params);
   if (rows) {
-    linear_forward<T>(c.proj, x, params.view2(prefix_ + "v_proj.weight"), params.view1(prefix_ + "v_proj.bias"));
+    linear_forward<T>(c.proj, x, params.view2(t_.v_w), params.view1(t_.v_b));
     factored_rows_forward<T>(c.merged, rows_buffers(c, h, len, static_cast<AttentionScratch<T>*>(nullptr)), c.proj,
-                             params.view2(prefix_ + "alpha"), batch, len, s);
+                             params.view2(t_.alpha), batch, len, s);
   } else if (factored) {
-    linear_forward<T>(c.proj, x, params.view2(prefix_ + "v_proj.weight"), params.view1(prefix_ + "v_proj.bias"));
+    linear_forward<T>(c.proj, x, params.view2(t_.v_w), params.view1(t_.v_b));
     split_heads<T>(c.v, c.proj, 0, batch, h);
-    factored_forward<T>(c.o, c.p, c3(c.v), params.view2(prefix_ + "alpha"), s);
+    factored_forward<T>(c.o, c.p, c3(c.v), params.view2(t_.alpha), s);
   } else {
-    linear_forward<T>(c.proj, x, params.view2(prefix_ + "in_proj_weight"), params.view1(prefix_ + "in_proj_bias"));
+    linear_forward<T>(c.proj, x, params.view2(t_.in_w), params.view1(t_.in_b));
     split_heads<T>(c.q, c.proj, 0, batch, h);
     split_heads<T>(c.k, c.proj, d, batch, h);
     split_heads<T>(c.v, c.proj, 2 * d, batch, h);
     if (kind_ == AttentionKind::Galerkin) {
-      head_layernorm_forward<T>(c.kn, c.k_mean, c.k_rstd, c.k, params.view2(prefix_ + "k_norm.weight"),
-                                params.view2(prefix_ + "k_norm.bias"), h);
-      head_layernorm_forward<T>(c.vn, c.v_mean, c.v_rstd, c.v, params.view2(prefix_ + "v_norm.weight"),
-                                params.view2(prefix_ + "v_norm.bias"), h);
+      head_layernorm_forward<T>(c.kn, c.k_mean, c.k_rstd, c.k, params.view2(t_.kn_w),
+                                params.view2(t_.kn_b), h);
+      head_layernorm_forward<T>(c.vn, c.v_mean, c.v_rstd, c.v, params.view2(t_.vn_w),
+                                params.view2(t_.vn_b), h);
       galerkin_forward<T>(c.o, c.kv, c3(c.q), c3(c.kn), c3(c.vn));
     } else {
       sdpa_forward<T>(c.o, kind_ == AttentionKind::Dense ? m3(c.p) : Mat3<T>(), c.lse, c3(c.q), c3(c.k), c3(c.v),
@@ -294,7 +295,7 @@ void MultiHeadAttention<T>::forward(const Mat<T>& y, AttentionCache<T>& c, const
     }
   }
   if (!rows) merge_heads<T>(c.merged, 0, c3(c.o), batch, h);
-  linear_forward<T>(y, c.merged, params.view2(prefix_ + "out_proj.weight"), params.view1(prefix_ + "out_proj.bias"));
+  linear_forward<T>(y, c.merged, params.view2(t_.out_w), params.view1(t_.out_b));
 }
 
 template <class T>
@@ -305,52 +306,52 @@ void MultiHeadAttention<T>::backward(const Mat<T>& dx, AttentionCache<T>& c, con
   const long d = opt_.d_model, h = opt_.n_heads, batch = c.batch;
   require(long(dy.extent(0)) == batch * c.len, "attention backward: gradient has ", dy.extent(0),
           " rows, the forward had ", batch * c.len, " tokens");
-  linear_backward<T>(c.dmerged, params.view2(prefix_ + "out_proj.weight", Slot::Grads),
-                     params.view1(prefix_ + "out_proj.bias", Slot::Grads), dy, c.merged,
-                     params.view2(prefix_ + "out_proj.weight"));
+  linear_backward<T>(c.dmerged, params.view2(t_.out_w, Slot::Grads),
+                     params.view1(t_.out_b, Slot::Grads), dy, c.merged,
+                     params.view2(t_.out_w));
   if (kind_ == AttentionKind::Physics) {
     physics_attention_backward<T>(dx, c.physics, c.dmerged, x, physics_params(params), physics_grads(params), ws);
     return;
   }
   const auto s = spec(c, params);
   if (kind_ == AttentionKind::Factored && c.key_mask.extent(0) == 0) {
-    factored_rows_backward<T>(c.dproj, params.view2(prefix_ + "alpha", Slot::Grads), rows_buffers(c, h, c.len, &ws),
+    factored_rows_backward<T>(c.dproj, params.view2(t_.alpha, Slot::Grads), rows_buffers(c, h, c.len, &ws),
                               c.dmerged, batch, c.len, s);
-    linear_backward<T>(dx, params.view2(prefix_ + "v_proj.weight", Slot::Grads),
-                       params.view1(prefix_ + "v_proj.bias", Slot::Grads), c.dproj, x,
-                       params.view2(prefix_ + "v_proj.weight"));
+    linear_backward<T>(dx, params.view2(t_.v_w, Slot::Grads),
+                       params.view1(t_.v_b, Slot::Grads), c.dproj, x,
+                       params.view2(t_.v_w));
     return;
   }
   split_heads<T>(c.dout, c.dmerged, 0, batch, h);
   if (kind_ == AttentionKind::Factored) {
-    factored_backward<T>(c.dv, params.view2(prefix_ + "alpha", Slot::Grads), c3(c.dout), c3(c.v), c3(c.p), s, ws);
+    factored_backward<T>(c.dv, params.view2(t_.alpha, Slot::Grads), c3(c.dout), c3(c.v), c3(c.p), s, ws);
     merge_heads<T>(c.dproj, 0, c3(c.dv), batch, h);
-    linear_backward<T>(dx, params.view2(prefix_ + "v_proj.weight", Slot::Grads),
-                       params.view1(prefix_ + "v_proj.bias", Slot::Grads), c.dproj, x,
-                       params.view2(prefix_ + "v_proj.weight"));
+    linear_backward<T>(dx, params.view2(t_.v_w, Slot::Grads),
+                       params.view1(t_.v_b, Slot::Grads), c.dproj, x,
+                       params.view2(t_.v_w));
     return;
   }
   if (kind_ == AttentionKind::Galerkin) {
     galerkin_backward<T>(c.dq, c.dkn, c.dvn, c3(c.dout), c3(c.q), c3(c.kn), c3(c.vn), c3(c.kv), ws);
     Kokkos::deep_copy(c.dk, T(0));
     Kokkos::deep_copy(c.dv, T(0));
-    head_layernorm_backward<T>(c.dk, params.view2(prefix_ + "k_norm.weight", Slot::Grads),
-                               params.view2(prefix_ + "k_norm.bias", Slot::Grads), c.dkn, c.k,
-                               params.view2(prefix_ + "k_norm.weight"), c.k_mean, c.k_rstd, h);
-    head_layernorm_backward<T>(c.dv, params.view2(prefix_ + "v_norm.weight", Slot::Grads),
-                               params.view2(prefix_ + "v_norm.bias", Slot::Grads), c.dvn, c.v,
-                               params.view2(prefix_ + "v_norm.weight"), c.v_mean, c.v_rstd, h);
+    head_layernorm_backward<T>(c.dk, params.view2(t_.kn_w, Slot::Grads),
+                               params.view2(t_.kn_b, Slot::Grads), c.dkn, c.k,
+                               params.view2(t_.kn_w), c.k_mean, c.k_rstd, h);
+    head_layernorm_backward<T>(c.dv, params.view2(t_.vn_w, Slot::Grads),
+                               params.view2(t_.vn_b, Slot::Grads), c.dvn, c.v,
+                               params.view2(t_.vn_w), c.v_mean, c.v_rstd, h);
   } else {
-    const Mat<T> dbias = opt_.relative_bias ? Mat<T>(params.view2(prefix_ + "rel_bias", Slot::Grads)) : Mat<T>();
+    const Mat<T> dbias = opt_.relative_bias ? Mat<T>(params.view2(t_.rel_bias, Slot::Grads)) : Mat<T>();
     sdpa_backward<T>(c.dq, c.dk, c.dv, dbias, c3(c.dout), c3(c.q), c3(c.k), c3(c.v), c3(c.o),
                      kind_ == AttentionKind::Dense ? c3(c.p) : ConstMat3<T>(), c.lse, s, ws);
   }
   merge_heads<T>(c.dproj, 0, c3(c.dq), batch, h);
   merge_heads<T>(c.dproj, d, c3(c.dk), batch, h);
   merge_heads<T>(c.dproj, 2 * d, c3(c.dv), batch, h);
-  linear_backward<T>(dx, params.view2(prefix_ + "in_proj_weight", Slot::Grads),
-                     params.view1(prefix_ + "in_proj_bias", Slot::Grads), c.dproj, x,
-                     params.view2(prefix_ + "in_proj_weight"));
+  linear_backward<T>(dx, params.view2(t_.in_w, Slot::Grads),
+                     params.view1(t_.in_b, Slot::Grads), c.dproj, x,
+                     params.view2(t_.in_w));
 }
 
 template <class T>
@@ -367,7 +368,7 @@ std::vector<T> MultiHeadAttention<T>::weights(const AttentionCache<T>& c, const 
   View1<T> row("attnphys::attention_row", n);
   if (kind_ == AttentionKind::Factored && c.key_mask.extent(0) == 0) {
     // Position-only weights: alpha_h(query - j) where the (sample-independent) mask allows the pair.
-    const auto alpha = to_host(params.view2(prefix_ + "alpha"));
+    const auto alpha = to_host(params.view2(t_.alpha));
     const AttentionMask mask = spec(c, params).mask;
     std::vector<T> out(n, T(0));
     for (long j = 0; j < n; ++j)
@@ -386,7 +387,7 @@ template <class T>
 std::vector<T> MultiHeadAttention<T>::slice_weights(const AttentionCache<T>& c, long sample, long head,
                                                     long token) const {
   require(kind_ == AttentionKind::Physics, "attention slice weights: only physics attention has slices (kind is '",
-          opt_.kind, "'); use weights() for the token weights");
+          enum_name(kind_), "'); use weights() for the token weights");
   return physics_slice_weights(c.physics, sample, head, token);
 }
 

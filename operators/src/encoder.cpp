@@ -19,7 +19,7 @@ AttentionOptions EncoderOptions::attention_options() const {
   AttentionOptions a;
   a.d_model = d_model;
   a.n_heads = n_heads;
-  a.kind = enum_name(attention);
+  a.kind = attention;
   a.causal = causal;
   a.window = window;
   a.periodic = periodic;

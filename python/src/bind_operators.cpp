@@ -247,7 +247,7 @@ void bind_attention(py::module_& m, const char* name) {
             ops::AttentionOptions o;
             o.d_model = d_model;
             o.n_heads = n_heads;
-            o.kind = kind;
+            o.kind = ops::parse_attention_kind(kind);
             o.causal = causal;
             o.window = window;
             o.periodic = periodic;

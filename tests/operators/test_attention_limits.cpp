@@ -27,7 +27,7 @@ ops::AttentionOptions options(const char* kind) {
   ops::AttentionOptions o;
   o.d_model = 16;
   o.n_heads = 2;
-  o.kind = kind;
+  o.kind = ops::parse_attention_kind(kind);
   return o;
 }
 #define EXPECT_MATCHES(text, pattern) \

@@ -91,7 +91,7 @@ TEST(AttentionProperties, TiledScratchIsLinearInTheSequenceLength) {
     ops::AttentionOptions o;
     o.d_model = d;
     o.n_heads = heads;
-    o.kind = dense ? "dense" : "tiled";
+    o.kind = dense ? ops::AttentionKind::Dense : ops::AttentionKind::Tiled;
     o.causal = true;
     ops::MultiHeadAttention<float> attn(o, "");
     ParameterBuffer<float> buf;
@@ -137,7 +137,7 @@ TEST(AttentionProperties, GalerkinHasOneLayerNormPerHead) {
   ops::AttentionOptions o;
   o.d_model = d;
   o.n_heads = heads;
-  o.kind = "galerkin";
+  o.kind = ops::AttentionKind::Galerkin;
   ops::MultiHeadAttention<double> attn(o, "");
   ParameterBuffer<double> buf;
   ops::InitPlan plan;

@@ -24,9 +24,10 @@
 
 namespace attnphys::ops {
 
-// The attention kinds; the option string is parsed once (parse_attention_kind) and the module dispatches on this.
+// The attention kinds; a name is parsed once where it is read (EnumNames below, parse_attention_kind) and the
+// module dispatches on the value.
 enum class AttentionKind { Dense, Tiled, Galerkin, Factored, Physics };
-// "dense" | "tiled" | "galerkin" | "factored" | "physics"; anything else is refused with the list.
+// "dense" | "tiled" | "galerkin" | "factored" | "physics" (the table below); anything else is refused with the list.
 AttentionKind parse_attention_kind(const std::string& kind);
 }  // namespace attnphys::ops
 
@@ -46,7 +47,7 @@ namespace attnphys::ops {
 struct AttentionOptions {
   long d_model = 64;
   long n_heads = 4;
-  std::string kind = "dense";  // dense | tiled | galerkin | factored | physics
+  AttentionKind kind = AttentionKind::Dense;
   bool causal = false;
   long window = -1;            // local window |i - j| <= window; negative: none
   bool periodic = false;       // ring distances for window, relative bias and factored weights
@@ -83,7 +84,9 @@ class MultiHeadAttention {
   AttentionKind kind() const { return kind_; }
   const std::string& prefix() const { return prefix_; }
 
-  void declare(ParameterBuffer<T>& buf, InitPlan& plan) const;
+  // Declares the parameter blocks and resolves them (forward and backward then look up no names): this module's
+  // forward and backward take buffers of the layout declared here.
+  void declare(ParameterBuffer<T>& buf, InitPlan& plan);
   // y [B*N, d] from x [B*N, d]; key_mask [B, N] or empty.
   void forward(const Mat<T>& y, AttentionCache<T>& cache, const ConstMat<T>& x, long batch, long len,
                const ParameterBuffer<T>& params, const IntMask& key_mask, AttentionScratch<T>& ws) const;
@@ -101,6 +104,16 @@ class MultiHeadAttention {
   AttentionOptions opt_;
   AttentionKind kind_ = AttentionKind::Dense;
   std::string prefix_;
+  // The parameter blocks, resolved once in declare() (those of the kind and options; the others stay unresolved).
+  struct Tensors {
+    ParamRef in_w, in_b;                        // in_proj_weight, in_proj_bias (dense, tiled, galerkin)
+    ParamRef v_w, v_b, alpha;                   // factored: v_proj, alpha
+    ParamRef kn_w, kn_b, vn_w, vn_b;            // galerkin: k_norm, v_norm
+    ParamRef rel_bias;                          // relative_bias
+    ParamRef out_w, out_b;                      // out_proj
+    ParamRef fx_w, fx_b, xm_w, xm_b;            // physics: in_proj_fx, in_proj_x
+    ParamRef slice_w, slice_b, log_tau, to_q, to_k, to_v;
+  } t_;
   ScoreSpec<T> spec(const AttentionCache<T>& c, const ParameterBuffer<T>& params) const;
   PhysicsAttentionParams<T> physics_params(const ParameterBuffer<T>& params) const;
   PhysicsAttentionGrads<T> physics_grads(const ParameterBuffer<T>& params) const;
