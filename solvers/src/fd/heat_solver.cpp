@@ -6,20 +6,11 @@
 namespace attnphys::fd {
 
 Method parse_method(const std::string& name) {
-  if (name == "ftcs") return Method::Ftcs;
-  if (name == "cn") return Method::CrankNicolson;
-  if (name == "adi") return Method::Adi;
+  if (const auto m = find_enum<Method>(name)) return *m;
   fail("unknown heat method '", name, "': use ftcs, cn (1D) or adi");
 }
 
-std::string to_string(Method m) {
-  switch (m) {
-    case Method::Ftcs: return "ftcs";
-    case Method::CrankNicolson: return "cn";
-    case Method::Adi: return "adi";
-  }
-  return "?";
-}
+std::string to_string(Method m) { return enum_name(m); }
 
 HeatStepper::HeatStepper(const heat::HeatProblem& problem, Method method, bool substep)
     : op_(problem), method_(method), substep_(substep) {

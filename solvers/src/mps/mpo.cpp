@@ -7,27 +7,26 @@
 
 namespace attnphys::mps {
 
-Eigen::Matrix2d local_operator(const std::string& name) {
+LocalOp parse_local_operator(const std::string& name) {
+  if (const auto op = find_enum<LocalOp>(name)) return *op;
+  fail("unknown local operator '", name, "': use Id, Sz, S+, S-, Sx, X or Z");
+}
+
+Eigen::Matrix2d local_operator(LocalOp op) {
   Eigen::Matrix2d m = Eigen::Matrix2d::Zero();
-  if (name == "Id") {
-    m.setIdentity();
-  } else if (name == "Sz") {
-    m(0, 0) = 0.5, m(1, 1) = -0.5;
-  } else if (name == "S+") {
-    m(0, 1) = 1.0;  // |up><down|
-  } else if (name == "S-") {
-    m(1, 0) = 1.0;
-  } else if (name == "Sx") {
-    m(0, 1) = m(1, 0) = 0.5;
-  } else if (name == "X") {
-    m(0, 1) = m(1, 0) = 1.0;
-  } else if (name == "Z") {
-    m(0, 0) = 1.0, m(1, 1) = -1.0;
-  } else {
-    fail("unknown local operator '", name, "': use Id, Sz, S+, S-, Sx, X or Z");
+  switch (op) {
+    case LocalOp::Id: m.setIdentity(); break;
+    case LocalOp::Sz: m(0, 0) = 0.5, m(1, 1) = -0.5; break;
+    case LocalOp::SPlus: m(0, 1) = 1.0; break;  // |up><down|
+    case LocalOp::SMinus: m(1, 0) = 1.0; break;
+    case LocalOp::Sx: m(0, 1) = m(1, 0) = 0.5; break;
+    case LocalOp::X: m(0, 1) = m(1, 0) = 1.0; break;
+    case LocalOp::Z: m(0, 0) = 1.0, m(1, 1) = -1.0; break;
   }
   return m;
 }
+
+Eigen::Matrix2d local_operator(const std::string& name) { return local_operator(parse_local_operator(name)); }
 
 int Mpo::max_bond_dimension() const {
   int w = 1;
@@ -37,14 +36,15 @@ int Mpo::max_bond_dimension() const {
 
 AutoMpo& AutoMpo::add(double coef, const std::vector<std::pair<std::string, int>>& ops) {
   require(!ops.empty(), "AutoMpo::add needs at least one operator");
-  OpTerm t{coef, ops};
-  std::sort(t.ops.begin(), t.ops.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
-  for (std::size_t k = 0; k < t.ops.size(); ++k) {
-    require(t.ops[k].second >= 0 && t.ops[k].second < n_, "AutoMpo: site ", t.ops[k].second, " outside 0..",
+  std::vector<std::pair<std::string, int>> sorted = ops;
+  std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+  OpTerm t{coef, {}};
+  for (std::size_t k = 0; k < sorted.size(); ++k) {
+    require(sorted[k].second >= 0 && sorted[k].second < n_, "AutoMpo: site ", sorted[k].second, " outside 0..",
             n_ - 1);
-    require(k == 0 || t.ops[k].second != t.ops[k - 1].second, "AutoMpo: site ", t.ops[k].second,
+    require(k == 0 || sorted[k].second != sorted[k - 1].second, "AutoMpo: site ", sorted[k].second,
             " appears twice in one term; multiply the operators first");
-    local_operator(t.ops[k].first);  // validates the name
+    t.ops.emplace_back(parse_local_operator(sorted[k].first), sorted[k].second);  // parsed once, here
   }
   terms_.push_back(std::move(t));
   return *this;
@@ -54,8 +54,8 @@ namespace {
 // The operator string of a term restricted to sites <= k: the state it occupies on bond k.
 std::string prefix_key(const OpTerm& t, int k) {
   std::string key;
-  for (const auto& [name, site] : t.ops)
-    if (site <= k) key += name + "@" + std::to_string(site) + ";";
+  for (const auto& [op, site] : t.ops)
+    if (site <= k) key += enum_name(op) + ("@" + std::to_string(site)) + ";";
   return key;
 }
 }  // namespace

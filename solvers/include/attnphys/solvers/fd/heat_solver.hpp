@@ -23,7 +23,19 @@
 namespace attnphys::fd {
 
 enum class Method { Ftcs, CrankNicolson, Adi };
-Method parse_method(const std::string& name);  // "ftcs" | "cn" | "adi"
+}  // namespace attnphys::fd
+
+namespace attnphys {
+template <>
+struct EnumNames<fd::Method> {
+  static constexpr EnumName<fd::Method> values[] = {
+      {fd::Method::Ftcs, "ftcs"}, {fd::Method::CrankNicolson, "cn"}, {fd::Method::Adi, "adi"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::fd {
+
+Method parse_method(const std::string& name);  // the names above; anything else is refused with them
 std::string to_string(Method m);
 
 class HeatStepper {

@@ -10,10 +10,31 @@
 #include <utility>
 #include <vector>
 
+#include "attnphys/core/options.hpp"
 #include "attnphys/physics/spin/chain_model.hpp"
 
 namespace attnphys::mps {
 
+// The spin-1/2 operators of AutoMpo terms and observables, named in EnumNames below.
+enum class LocalOp { Id, Sz, SPlus, SMinus, Sx, X, Z };
+
+}  // namespace attnphys::mps
+
+namespace attnphys {
+template <>
+struct EnumNames<mps::LocalOp> {
+  static constexpr EnumName<mps::LocalOp> values[] = {{mps::LocalOp::Id, "Id"},     {mps::LocalOp::Sz, "Sz"},
+                                                      {mps::LocalOp::SPlus, "S+"},  {mps::LocalOp::SMinus, "S-"},
+                                                      {mps::LocalOp::Sx, "Sx"},     {mps::LocalOp::X, "X"},
+                                                      {mps::LocalOp::Z, "Z"}};
+};
+}  // namespace attnphys
+
+namespace attnphys::mps {
+
+// The operator named `name` (the table above); anything else is refused with the names.
+LocalOp parse_local_operator(const std::string& name);
+Eigen::Matrix2d local_operator(LocalOp op);
 Eigen::Matrix2d local_operator(const std::string& name);
 
 // Nonzero block W(a, b) of one MPO site: a d x d operator <s'|op|s>.
@@ -36,7 +57,7 @@ struct Mpo {
 
 struct OpTerm {
   double coef = 1.0;
-  std::vector<std::pair<std::string, int>> ops;  // (operator name, site)
+  std::vector<std::pair<LocalOp, int>> ops;  // (operator, site), parsed where the term is added
 };
 
 class AutoMpo {
