@@ -26,7 +26,7 @@ UnrollRun train(const std::string& kind, const std::string& grad, const Comm& co
   const long K = 3;
   const HeatPairs tr = make_heat_pairs(d, 0, 20, 16, K), va = make_heat_pairs(d, 20, 5, 16, K);
   SurrogateOptions so;
-  so.kind = kind;
+  so.kind = parse_enum<training::SurrogateKind>(kind, "model.kind");
   so.kernel_heads = 2;
   so.kernel_dk = 4;
   so.encoder.d_model = 8;
