@@ -20,11 +20,13 @@ the per-round ratios, all rounds listed. The last stdout line is JSON.
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import time
+
+import _venv  # benchmarks/_venv.py: the peers' venvs
+from _venv import venv_python
 
 HERE = os.path.abspath(__file__)
 D, HEADS, LAYERS, FF = 64, 4, 4, 256
@@ -141,58 +143,19 @@ def serve(torch, model, step, warmups, steps):
 # The torch-2 environment.
 
 
-def venv_python(venv):
-    return os.path.join(venv, "bin", "python")
-
-
 def probe(py):
-    r = subprocess.run([py, "-c", "import json, torch; print(json.dumps({'torch': torch.__version__}))"],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        return None, (r.stderr.strip().splitlines() or ["import torch failed"])[-1]
-    info = json.loads(r.stdout.strip().splitlines()[-1])
-    if int(info["torch"].split(".")[0]) < 2:
+    info, err = _venv.probe_json(py, "import json, torch; print(json.dumps({'torch': torch.__version__}))", "torch")
+    if info and int(info["torch"].split(".")[0]) < 2:
         return None, f"torch {info['torch']} is not PyTorch 2"
-    return info, None
+    return info, err
 
 
 def ensure_torch2_venv(venv):
-    """Makes (once) and checks the venv; returns (info, error)."""
-    marker = os.path.join(venv, "attnphys-bench-env.json")
-    py = venv_python(venv)
-    if os.path.exists(py):
-        info, err = probe(py)
-        if info:
-            if os.path.exists(marker):
-                with open(marker) as f:
-                    info.update(json.load(f))
-            else:
-                info.update({"venv": venv, "made_with": "found (a PyTorch 2 venv made before this script's marker)"})
-            return info, None
-        log(f"torch-2 venv {venv}: unusable ({err}); making it again")
-    if os.path.exists(venv):
-        shutil.rmtree(venv)
-    log(f"torch-2 venv: making {venv} (python3 -m venv, then pip install '{TORCH2_SPEC}' numpy from PyPI; "
-        "a few GB, once)")
-    os.makedirs(os.path.dirname(venv), exist_ok=True)
-    t0 = time.time()
-    try:
-        subprocess.run(["/usr/bin/python3", "-m", "venv", venv], check=True)
-        subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", TORCH2_SPEC, "numpy"],
-                       check=True, stdout=sys.stderr)
-    except (subprocess.CalledProcessError, OSError) as e:
-        return None, f"making the torch-2 venv failed ({e}); rerun with network access to PyPI, or --no-torch2"
-    info, err = probe(py)
-    if not info:
-        return None, f"torch-2 venv {venv} does not import torch: {err}"
-    env = {"venv": venv, "made_with": f"python3 -m venv; pip install '{TORCH2_SPEC}' numpy (PyPI)",
-           "install_s": round(time.time() - t0, 1)}
-    tmp = marker + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(env, f)
-    os.replace(tmp, marker)
-    info.update(env)
-    return info, None
+    """Makes (once) and checks the venv (benchmarks/_venv.py; a few GB); returns (info, error)."""
+    def install(py):
+        _venv.pip_install(py, TORCH2_SPEC, "numpy")
+        return {"made_with": f"python3 -m venv; pip install '{TORCH2_SPEC}' numpy (PyPI)"}
+    return _venv.ensure_venv(venv, "torch-2", probe, install, hint=", or --no-torch2")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -38,10 +38,12 @@ import argparse
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import time
+
+import _venv  # benchmarks/_venv.py: the peers' venvs
+from _venv import venv_python
 
 FNO_VERSION = "2.0.0"  # neuraloperator; its FNO runs on Debian's torch 1.13 (checked when the venv is made)
 # Our operator for this benchmark (the CLI's defaults otherwise). --ours-set key=value adds to / overrides these;
@@ -75,10 +77,6 @@ def log(*a):
 
 # ------------------------------------------------------------------------------------------------ peer environment
 
-def venv_python(venv):
-    return os.path.join(venv, "bin", "python")
-
-
 def du_mb(path):
     total = 0
     for root, _, files in os.walk(path):
@@ -98,55 +96,38 @@ PROBE = ("import json, torch, neuralop, numpy, h5py; from neuralop.models import
 
 
 def probe_venv(py):
-    out = subprocess.run([py, "-c", PROBE], capture_output=True, text=True)
-    if out.returncode != 0:
-        return None, out.stderr.strip().splitlines()[-1:] if out.stderr else ["(no message)"]
-    return json.loads(out.stdout.strip().splitlines()[-1]), None
+    info, err = _venv.probe_json(py, PROBE, "neuralop")
+    if info and info["neuraloperator"] != FNO_VERSION:
+        return None, f"neuraloperator {info['neuraloperator']}, not {FNO_VERSION}"
+    return info, err
 
 
 def ensure_venv(venv):
-    """Makes (once) and checks the peer's virtual environment; returns its description for the JSON."""
-    marker = os.path.join(venv, "attnphys-bench-env.json")
-    py = venv_python(venv)
-    if os.path.exists(marker) and os.path.exists(py):
-        with open(marker) as f:
-            env = json.load(f)
-        info, err = probe_venv(py)
-        if info and info["neuraloperator"] == FNO_VERSION:
-            env.update(info)
-            env["reused"] = True
-            return env
-        log(f"peer venv {venv}: unusable ({err or info}); making it again")
-        shutil.rmtree(venv)
-    if os.path.exists(venv):
-        shutil.rmtree(venv)
-    log(f"peer venv: making {venv} (python3 -m venv --system-site-packages, over Debian's python3-torch)")
-    t0 = time.perf_counter()
-    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True)
-    cons = os.path.join(venv, "constraints.txt")
-    with open(cons, "w") as f:
-        f.write("numpy<2\n")  # Debian's torch 1.13 and h5py are built against numpy 1.x
-    pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", cons]
-    subprocess.run(pip + [f"neuraloperator=={FNO_VERSION}"], check=True, stdout=sys.stderr)
-    env = {"venv": venv, "made_with": f"venv --system-site-packages + pip install neuraloperator=={FNO_VERSION} "
-                                      "numpy<2", "torch_from": "debian python3-torch"}
-    info, err = probe_venv(py)
-    if info is None:
-        log(f"neuraloperator {FNO_VERSION} does not run over Debian's torch ({err}); installing PyTorch 2 from PyPI")
-        before = du_mb(venv)
-        subprocess.run(pip + ["torch>=2"], check=True, stdout=sys.stderr)
-        env["torch_from"] = "pypi"
-        env["torch_install_mb"] = round(du_mb(venv) - before, 1)
+    """Makes (once) and checks the peer's virtual environment (benchmarks/_venv.py: a venv over Debian's
+    python3-torch, PyTorch 2 from PyPI only where neuraloperator needs it); returns its description for the JSON."""
+    def install(py):
+        cons = os.path.join(venv, "constraints.txt")
+        with open(cons, "w") as f:
+            f.write("numpy<2\n")  # Debian's torch 1.13 and h5py are built against numpy 1.x
+        _venv.pip_install(py, f"neuraloperator=={FNO_VERSION}", constraints=cons)
+        env = {"made_with": f"venv --system-site-packages + pip install neuraloperator=={FNO_VERSION} numpy<2",
+               "torch_from": "debian python3-torch"}
         info, err = probe_venv(py)
         if info is None:
-            sys.exit(f"the peer's environment {venv} does not work: {err}")
-    env.update(info)
-    env["venv_mb"] = round(du_mb(venv), 1)
-    env["make_seconds"] = round(time.perf_counter() - t0, 1)
-    with open(marker, "w") as f:
-        json.dump(env, f)
-    env["reused"] = False
-    return env
+            log(f"neuraloperator {FNO_VERSION} does not run over Debian's torch ({err}); installing PyTorch 2 from PyPI")
+            before = du_mb(venv)
+            _venv.pip_install(py, "torch>=2", constraints=cons)
+            env["torch_from"] = "pypi"
+            env["torch_install_mb"] = round(du_mb(venv) - before, 1)
+        env["venv_mb"] = round(du_mb(venv), 1)
+        return env
+
+    info, err = _venv.ensure_venv(venv, "peer (neuraloperator)", probe_venv, install, system_site_packages=True,
+                                  require_marker=True)
+    if info is None:
+        sys.exit(f"the peer's environment {venv} does not work: {err}")
+    info.setdefault("make_seconds", info.get("install_s"))
+    return info
 
 
 # ------------------------------------------------------------------------------------------------ data

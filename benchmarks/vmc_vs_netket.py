@@ -36,7 +36,6 @@ import argparse
 import json
 import math
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -44,6 +43,9 @@ import tempfile
 import time
 
 import numpy as np
+
+import _venv  # benchmarks/_venv.py: the peers' venvs
+from _venv import venv_python
 
 NETKET_SPEC = ["netket", "jax[cpu]"]
 CASES = {
@@ -65,55 +67,17 @@ def log(msg):
 # The NetKet venv.
 
 
-def venv_python(venv):
-    return os.path.join(venv, "bin", "python")
-
-
 def probe(py):
-    r = subprocess.run([py, "-c", "import json, netket, jax, flax; print(json.dumps({'netket': netket.__version__, "
-                                  "'jax': jax.__version__, 'flax': flax.__version__}))"],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        return None, (r.stderr.strip().splitlines() or ["import netket failed"])[-1]
-    return json.loads(r.stdout.strip().splitlines()[-1]), None
+    return _venv.probe_json(py, "import json, netket, jax, flax; print(json.dumps({'netket': netket.__version__, "
+                                "'jax': jax.__version__, 'flax': flax.__version__}))", "netket")
 
 
 def ensure_netket_venv(venv):
-    """Makes (once) and checks the venv; returns (info, error)."""
-    marker = os.path.join(venv, "attnphys-bench-env.json")
-    py = venv_python(venv)
-    if os.path.exists(py):
-        info, err = probe(py)
-        if info:
-            if os.path.exists(marker):
-                with open(marker) as f:
-                    info.update(json.load(f))
-            else:
-                info.update({"venv": venv, "made_with": "found (a NetKet venv made before this script's marker)"})
-            return info, None
-        log(f"netket venv {venv}: unusable ({err}); making it again")
-    if os.path.exists(venv):
-        shutil.rmtree(venv)
-    log(f"netket venv: making {venv} (python3 -m venv, then pip install {' '.join(NETKET_SPEC)} from PyPI; once)")
-    os.makedirs(os.path.dirname(venv), exist_ok=True)
-    t0 = time.time()
-    try:
-        subprocess.run(["/usr/bin/python3", "-m", "venv", venv], check=True)
-        subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *NETKET_SPEC],
-                       check=True, stdout=sys.stderr)
-    except (subprocess.CalledProcessError, OSError) as e:
-        return None, f"making the NetKet venv failed ({e}); rerun with network access to PyPI"
-    info, err = probe(py)
-    if not info:
-        return None, f"netket venv {venv} does not import netket: {err}"
-    env = {"venv": venv, "made_with": f"python3 -m venv; pip install {' '.join(NETKET_SPEC)} (PyPI)",
-           "install_s": round(time.time() - t0, 1)}
-    tmp = marker + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(env, f)
-    os.replace(tmp, marker)
-    info.update(env)
-    return info, None
+    """Makes (once) and checks the venv (benchmarks/_venv.py); returns (info, error)."""
+    def install(py):
+        _venv.pip_install(py, *NETKET_SPEC)
+        return {"made_with": f"python3 -m venv; pip install {' '.join(NETKET_SPEC)} (PyPI)"}
+    return _venv.ensure_venv(venv, "NetKet", probe, install)
 
 
 # ---------------------------------------------------------------------------------------------------------------
