@@ -156,6 +156,94 @@ TEST(StochasticReconfiguration, ComplexRbmTakesTheHolomorphicSolve) {
   for (long k = 0; k < P; ++k) EXPECT_NEAR(h1(k), h2(k), 1e-9 * (1 + std::sqrt(norm))) << "param " << k;
 }
 
+TEST(StochasticReconfiguration, DistinctRowsWithCountsGiveTheUpdateOfEveryRow) {
+  // U distinct rows drawn 1..4 times each, interleaved: sr_direction of every row equals sr_direction of the
+  // distinct rows with their counts, in both forms, with a shift and through the pseudo-inverse (no shift, fewer
+  // rows than parameters); merge_duplicate_samples finds the distinct rows and counts of the sample matrix.
+  const long U = 9, N = 6;
+  std::vector<long> times(U), order;
+  for (long u = 0; u < U; ++u) times[u] = 1 + (u * 5) % 4;
+  for (long round = 0; round < 4; ++round)
+    for (long u = 0; u < U; ++u)
+      if (times[u] > round) order.push_back(u);
+  const long M = long(order.size());
+  View2<double> spins("spins", M, N);
+  {
+    auto h = Kokkos::create_mirror_view(spins);
+    for (long m = 0; m < M; ++m)
+      for (long i = 0; i < N; ++i) h(m, i) = ((order[m] >> i) & 1) ? 1.0 : -1.0;
+    Kokkos::deep_copy(spins, h);
+  }
+  std::vector<long> first, count;
+  merge_duplicate_samples<double>(spins, first, count);
+  ASSERT_EQ(long(first.size()), U);
+  for (long u = 0; u < U; ++u) {
+    EXPECT_EQ(order[first[u]], u);  // first occurrences in order
+    EXPECT_EQ(count[u], times[u]);
+  }
+  for (long P : {5L, 40L}) {
+    View2<double> dre("dre", U, P), dim("dim", U, P), ore("ore", M, P), oim("oim", M, P);
+    View1<double> der("der", U), dei("dei", U), ere("ere", M), eim("eim", M), c("c", U);
+    fill_normal(dre, 3, 1);
+    fill_normal(dim, 3, 2);
+    fill_normal(der, 3, 3);
+    fill_normal(dei, 3, 4);
+    {
+      auto a = to_host(dre), b = to_host(dim);
+      auto e = to_host(der), f = to_host(dei);
+      auto A = Kokkos::create_mirror_view(ore), B = Kokkos::create_mirror_view(oim);
+      auto E = Kokkos::create_mirror_view(ere), F = Kokkos::create_mirror_view(eim);
+      auto C = Kokkos::create_mirror_view(c);
+      for (long m = 0; m < M; ++m) {
+        for (long k = 0; k < P; ++k) {
+          A(m, k) = a(order[m], k);
+          B(m, k) = b(order[m], k);
+        }
+        E(m) = e(order[m]);
+        F(m) = f(order[m]);
+      }
+      for (long u = 0; u < U; ++u) C(u) = double(times[u]);
+      Kokkos::deep_copy(ore, A);
+      Kokkos::deep_copy(oim, B);
+      Kokkos::deep_copy(ere, E);
+      Kokkos::deep_copy(eim, F);
+      Kokkos::deep_copy(c, C);
+    }
+    for (SrForm form : {SrForm::Pxp, SrForm::Minsr})
+      for (double shift : {1e-2, 0.0}) {
+        if (shift == 0.0 && P < 2 * U) continue;  // a regular S without a shift: nothing for the pseudo-inverse
+        View1<double> d1("d1", P), d2("d2", P), g1("g1", P), g2("g2", P);
+        const auto i1 = sr_direction<double>(ore, oim, ere, eim, shift, form, 1e-12, d1, g1);
+        const auto i2 = sr_direction<double>(dre, dim, der, dei, shift, form, 1e-12, d2, g2, c);
+        EXPECT_EQ(i1.used_pinv, i2.used_pinv);
+        auto h1 = to_host(d1), h2 = to_host(d2), k1 = to_host(g1), k2 = to_host(g2);
+        double norm = 0;
+        for (long k = 0; k < P; ++k) norm = std::max(norm, std::abs(h1(k)));
+        ASSERT_GT(norm, 1e-6);
+        for (long k = 0; k < P; ++k) {
+          EXPECT_NEAR(h2(k), h1(k), 1e-9 * norm) << "P " << P << " form " << int(form) << " shift " << shift;
+          EXPECT_NEAR(k2(k), k1(k), 1e-12 * (1 + std::abs(k1(k))));
+        }
+        EXPECT_NEAR(i2.grad_norm, i1.grad_norm, 1e-12 * (1 + i1.grad_norm));
+      }
+  }
+  // Without the counts the distinct rows alone give a different update (the test above can fail).
+  View2<double> o1("o1", 3, 4), o2("o2", 3, 4);
+  View1<double> e1("e1", 3), e2("e2", 3), d1("d1", 4), d2("d2", 4), two("two", 3);
+  fill_normal(o1, 5, 1);
+  fill_normal(o2, 5, 2);
+  fill_normal(e1, 5, 3);
+  fill_normal(e2, 5, 4);
+  Kokkos::deep_copy(two, 1.0);
+  Kokkos::deep_copy(Kokkos::subview(two, 0), 3.0);
+  sr_direction<double>(o1, o2, e1, e2, 1e-2, SrForm::Pxp, 1e-12, d1);
+  sr_direction<double>(o1, o2, e1, e2, 1e-2, SrForm::Pxp, 1e-12, d2, View1<double>(), two);
+  auto a = to_host(d1), b = to_host(d2);
+  double diff = 0;
+  for (long k = 0; k < 4; ++k) diff = std::max(diff, std::abs(a(k) - b(k)));
+  EXPECT_GT(diff, 1e-6);
+}
+
 TEST(Rbm, GradientsMatchFiniteDifferences) {
   for (bool complex : {true, false}) {
     const int n = 5, B = 3;
@@ -303,6 +391,32 @@ TEST(VmcDriver, AdaptedSweepShortensWhileSamplesStayIndependentReachesTheEnergyA
     EXPECT_DOUBLE_EQ(again[k].energy, cont[k].energy) << "step " << k;
   }
   std::remove(path.c_str());
+}
+
+TEST(VmcDriver, MergedDuplicateSamplesGiveTheSameTrajectory) {
+  // A real RBM on 8 sites with 1024 samples (at most 256 distinct configurations: many duplicates): five SR steps
+  // with vmc.merge_duplicates on and off stay equal to rounding, in both SR forms.
+  spin::SpinHamiltonian H(tfim8());
+  for (VmcOptimizer opt : {VmcOptimizer::Pxp, VmcOptimizer::Minsr}) {
+    std::vector<double> params[2];
+    std::vector<double> energies[2];
+    for (int merge = 0; merge < 2; ++merge) {
+      Rbm<double> rbm(8, RbmOptions{1.0, false, true, 0.1, 3});
+      auto o = quick_options();
+      o.optimizer = opt;
+      o.merge_duplicates = merge == 1;
+      VmcDriver<double> driver(rbm, H, o);
+      for (int it = 0; it < 5; ++it) energies[merge].push_back(driver.step().energy);
+      params[merge] = rbm.parameters().get_host();
+    }
+    double w = 0, scale = 0;
+    for (std::size_t k = 0; k < params[0].size(); ++k) {
+      w = std::max(w, std::abs(params[0][k] - params[1][k]));
+      scale = std::max(scale, std::abs(params[0][k]));
+    }
+    EXPECT_LT(w, 1e-10 * scale) << "optimizer " << enum_name(opt);
+    for (int it = 0; it < 5; ++it) EXPECT_NEAR(energies[0][it], energies[1][it], 1e-10);
+  }
 }
 
 TEST(VmcDriver, NanEnergyStopsWithAClearMessage) {

@@ -21,6 +21,8 @@ void VmcOptions::declare(OptionSet& s, const std::string& p) {
   s.add(p + ".diag_shift_steps", &diag_shift_steps, "iterations of the diagonal-shift decay", Range::at_least(1));
   s.add(p + ".rcond", &rcond, "pseudo-inverse cut-off", Range::positive());
   s.add(p + ".chunk_size", &chunk_size, "samples per model evaluation", Range::at_least(1));
+  s.add(p + ".merge_duplicates", &merge_duplicates,
+        "SR sees each distinct sample once, weighted by how often it was drawn (the same update, a smaller system)");
   s.add(p + ".n_iter", &n_iter, "iterations", Range::non_negative());
   s.add(p + ".log_path", &log_path, "CSV log file (empty: none)");
   s.add(p + ".checkpoint_path", &checkpoint_path, "checkpoint file (empty: none)");
@@ -281,22 +283,68 @@ VmcStep VmcDriver<T>::step() {
     ere = g_e_re_ = gather_view(comm_, e_re_);
     eim = g_e_im_ = gather_view(comm_, e_im_);
   }
+  const SrForm form = opt_.optimizer == VmcOptimizer::Pxp     ? SrForm::Pxp
+                      : opt_.optimizer == VmcOptimizer::Minsr ? SrForm::Minsr
+                                                              : SrForm::Auto;
+  const bool pxp_form = form == SrForm::Pxp || (form == SrForm::Auto && P <= 2 * long(ore.extent(0)));
+  const bool try_holomorphic = opt_.optimizer != VmcOptimizer::Adam && pxp_form && !holomorphic_.empty();
+  // Identical samples (a peaked |ψ|², chains that stay put) enter SR once each with their count: the same
+  // XᵀX and Xᵀε, so the same update, and minSR's 2M×2M kernel shrinks to the distinct rows. The merge runs on
+  // the gathered rows, so it does not depend on the number of ranks.
+  View1<T> counts;
+  if (opt_.merge_duplicates && !try_holomorphic) {
+    ScopedRegion merge("attnphys::vmc_merge_duplicates");
+    const View2<T> all = comm_.size() > 1 ? gather_view(comm_, samples_) : samples_;
+    merge_duplicate_samples<T>(all, u_first_, u_times_);
+    const long U = long(u_first_.size()), Mall = long(all.extent(0));
+    if (U < Mall) {
+      if (long(u_o_re_.extent(0)) != U || long(u_o_re_.extent(1)) != P) {
+        u_o_re_ = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::vmc_u_o_re")), U, P);
+        u_o_im_ = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::vmc_u_o_im")), U, P);
+        u_e_re_ = View1<T>("attnphys::vmc_u_e_re", U);
+        u_e_im_ = View1<T>("attnphys::vmc_u_e_im", U);
+        u_count_ = View1<T>("attnphys::vmc_u_count", U);
+      }
+      View1<long> first("attnphys::vmc_u_first", U);
+      {
+        auto hf = Kokkos::create_mirror_view(first);
+        auto hc = Kokkos::create_mirror_view(u_count_);
+        for (long u = 0; u < U; ++u) {
+          hf(u) = u_first_[u];
+          hc(u) = T(u_times_[u]);
+        }
+        Kokkos::deep_copy(first, hf);
+        Kokkos::deep_copy(u_count_, hc);
+      }
+      const auto sre = ore, sim = oim, dre = u_o_re_, dim = u_o_im_;
+      const auto eer = ere, eei = eim, uer = u_e_re_, uei = u_e_im_;
+      attnphys::parallel_for(
+          "attnphys::vmc_u_rows", U, KOKKOS_LAMBDA(const long u) {
+            const long m = first(u);
+            for (long k = 0; k < P; ++k) {
+              dre(u, k) = sre(m, k);
+              dim(u, k) = sim(m, k);
+            }
+            uer(u) = eer(m);
+            uei(u) = eei(m);
+          }, 16);
+      ore = u_o_re_, oim = u_o_im_, ere = u_e_re_, eim = u_e_im_;
+      counts = u_count_;
+    }
+  }
   if (opt_.optimizer == VmcOptimizer::Adam) {
-    const auto info = sr_direction<T>(ore, oim, ere, eim, 0.0, SrForm::Minsr, opt_.rcond, delta_, buf.grads());
+    const auto info =
+        sr_direction<T>(ore, oim, ere, eim, 0.0, SrForm::Minsr, opt_.rcond, delta_, buf.grads(), counts);
     (void)info;
     out.grad_norm = l2_norm<T>(buf.grads());
     adam_.step(buf, opt_.lr);
   } else {
-    const SrForm form = opt_.optimizer == VmcOptimizer::Pxp     ? SrForm::Pxp
-                        : opt_.optimizer == VmcOptimizer::Minsr ? SrForm::Minsr
-                                                                : SrForm::Auto;
     // A model holomorphic in complex weights (checked on this iteration's Jacobian) solves the K = P/2 complex
     // system instead, half the work of the real P×P one; anything else, or a failed solve, takes the real path.
     SrInfo info;
-    const bool pxp_form = form == SrForm::Pxp || (form == SrForm::Auto && P <= 2 * long(ore.extent(0)));
-    if (!(pxp_form && !holomorphic_.empty() &&
+    if (!(try_holomorphic &&
           sr_direction_holomorphic<T>(ore, oim, ere, eim, out.diag_shift, holomorphic_, delta_, info)))
-      info = sr_direction<T>(ore, oim, ere, eim, out.diag_shift, form, opt_.rcond, delta_);
+      info = sr_direction<T>(ore, oim, ere, eim, out.diag_shift, form, opt_.rcond, delta_, View1<T>(), counts);
     out.grad_norm = info.grad_norm;
     out.used_pinv = info.used_pinv;
     const auto p = buf.params();

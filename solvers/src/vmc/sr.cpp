@@ -6,6 +6,7 @@
 #include <complex>
 #include <map>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "attnphys/core/gemm.hpp"
@@ -143,7 +144,7 @@ SrWork<T>& sr_work() {
 template <class T>
 SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, const View1<const T>& e_re,
                     const View1<const T>& e_im, double diag_shift, SrForm form, double rcond,
-                    const View1<T>& delta, const View1<T>& gradient) {
+                    const View1<T>& delta, const View1<T>& gradient, const View1<const T>& counts) {
   ScopedRegion region("attnphys::sr_direction");
   const long M = o_re.extent(0), P = o_re.extent(1);
   require(M >= 1 && o_im.extent(0) == std::size_t(M) && o_im.extent(1) == std::size_t(P) &&
@@ -153,6 +154,17 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
           o_re.extent(1), " and ", o_im.extent(0), "x", o_im.extent(1), ", E_loc ", e_re.extent(0), " and ",
           e_im.extent(0), ", delta ", delta.extent(0));
   require(diag_shift >= 0, "SR diagonal shift must be >= 0, got ", diag_shift);
+  const bool weighted = counts.extent(0) > 0;
+  require(!weighted || counts.extent(0) == std::size_t(M), "sr_direction: counts must have one entry per row of O (",
+          M, "), got ", counts.extent(0));
+  double total = double(M);  // samples the rows stand for
+  if (weighted) {
+    total = 0;
+    Kokkos::parallel_reduce(
+        "attnphys::sr_total", Kokkos::RangePolicy<ExecSpace>(0, M),
+        KOKKOS_LAMBDA(const long m, double& a) { a += double(counts(m)); }, total);
+    require(total >= 1, "sr_direction: counts must add up to at least one sample");
+  }
   SrInfo info;
   info.form = form == SrForm::Auto ? (P > 2 * M ? SrForm::Minsr : SrForm::Pxp) : form;
 
@@ -171,31 +183,38 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
           mean_re(k) = 0;
           mean_im(k) = 0;
         }
-        for (long m = 0; m < M; ++m)
+        for (long m = 0; m < M; ++m) {
+          const double c = weighted ? double(counts(m)) : 1.0;
           for (long k = k0; k < k1; ++k) {
-            mean_re(k) += double(o_re(m, k));
-            mean_im(k) += double(o_im(m, k));
+            mean_re(k) += weighted ? c * double(o_re(m, k)) : double(o_re(m, k));
+            mean_im(k) += weighted ? c * double(o_im(m, k)) : double(o_im(m, k));
           }
+        }
       }, 64);
+  // Row m scaled by √(count_m / total) (1/√M without counts).
   Kokkos::parallel_for(
       "attnphys::sr_center", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {M, P}),
       KOKKOS_LAMBDA(const long m, const long k) {
-        X(m, k) = T((double(o_re(m, k)) - mean_re(k) / M) * inv_sqrt_m);
-        X(M + m, k) = T((double(o_im(m, k)) - mean_im(k) / M) * inv_sqrt_m);
+        const double w = weighted ? math::sqrt(double(counts(m)) / total) : inv_sqrt_m;
+        X(m, k) = T((double(o_re(m, k)) - mean_re(k) / total) * w);
+        X(M + m, k) = T((double(o_im(m, k)) - mean_im(k) / total) * w);
       });
   double er = 0, ei = 0;
   Kokkos::parallel_reduce(
       "attnphys::sr_mean_e", Kokkos::RangePolicy<ExecSpace>(0, M),
-      KOKKOS_LAMBDA(const long m, double& a) { a += double(e_re(m)); }, er);
+      KOKKOS_LAMBDA(const long m, double& a) { a += weighted ? double(counts(m)) * double(e_re(m)) : double(e_re(m)); },
+      er);
   Kokkos::parallel_reduce(
       "attnphys::sr_mean_e", Kokkos::RangePolicy<ExecSpace>(0, M),
-      KOKKOS_LAMBDA(const long m, double& a) { a += double(e_im(m)); }, ei);
-  er /= M;
-  ei /= M;
+      KOKKOS_LAMBDA(const long m, double& a) { a += weighted ? double(counts(m)) * double(e_im(m)) : double(e_im(m)); },
+      ei);
+  er /= total;
+  ei /= total;
   attnphys::parallel_for(
       "attnphys::sr_eps", M, KOKKOS_LAMBDA(const long m) {
-        eps(m, 0) = T((double(e_re(m)) - er) * inv_sqrt_m);
-        eps(M + m, 0) = T((double(e_im(m)) - ei) * inv_sqrt_m);
+        const double w = weighted ? math::sqrt(double(counts(m)) / total) : inv_sqrt_m;
+        eps(m, 0) = T((double(e_re(m)) - er) * w);
+        eps(M + m, 0) = T((double(e_im(m)) - ei) * w);
       }, 4096);
   const auto F = work.F;
   gemm('T', 'N', T(1), X, eps, T(0), F);
@@ -264,12 +283,49 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
   return info;
 }
 
+template <class T>
+void merge_duplicate_samples(const View2<const T>& samples, std::vector<long>& first, std::vector<long>& count) {
+  const long M = samples.extent(0), N = samples.extent(1);
+  Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace> h("attnphys::sr_merge_samples", M, N);
+  Kokkos::deep_copy(h, samples);
+  first.clear();
+  count.clear();
+  // Rows hashed by their spins (FNV-1a over the sign bits), collisions resolved by comparing the rows.
+  std::unordered_map<std::uint64_t, std::vector<long>> seen;
+  seen.reserve(std::size_t(2 * M));
+  for (long m = 0; m < M; ++m) {
+    std::uint64_t key = 1469598103934665603ull;
+    for (long i = 0; i < N; ++i) key = (key ^ std::uint64_t(h(m, i) > T(0) ? 1 : 2)) * 1099511628211ull;
+    auto& bucket = seen[key];
+    long found = -1;
+    for (const long u : bucket) {
+      bool same = true;
+      for (long i = 0; i < N && same; ++i) same = h(first[u], i) == h(m, i);
+      if (same) {
+        found = u;
+        break;
+      }
+    }
+    if (found < 0) {
+      bucket.push_back(long(first.size()));
+      first.push_back(m);
+      count.push_back(1);
+    } else {
+      ++count[found];
+    }
+  }
+}
+
+template void merge_duplicate_samples<float>(const View2<const float>&, std::vector<long>&, std::vector<long>&);
+template void merge_duplicate_samples<double>(const View2<const double>&, std::vector<long>&, std::vector<long>&);
+
 template SrInfo sr_direction<float>(const View2<const float>&, const View2<const float>&, const View1<const float>&,
                                     const View1<const float>&, double, SrForm, double,
-                                    const View1<float>&, const View1<float>&);
+                                    const View1<float>&, const View1<float>&, const View1<const float>&);
 template SrInfo sr_direction<double>(const View2<const double>&, const View2<const double>&,
                                      const View1<const double>&, const View1<const double>&, double,
-                                     SrForm, double, const View1<double>&, const View1<double>&);
+                                     SrForm, double, const View1<double>&, const View1<double>&,
+                                     const View1<const double>&);
 
 HolomorphicPairs holomorphic_pairs(const std::vector<ParameterBlock>& blocks, long n_parameters) {
   std::map<std::string, const ParameterBlock*> by_name;

@@ -52,6 +52,7 @@ struct VmcOptions {
   long diag_shift_steps = 300;   // ... to diag_shift_final over this many iterations
   double rcond = 1e-12;          // pseudo-inverse cut-off (relative)
   long chunk_size = 1024;        // samples per model evaluation
+  bool merge_duplicates = true;  // SR sees each distinct sample once, weighted by its count (the same update)
   long n_iter = 300;
   std::string log_path;          // CSV log (empty: none)
   std::string checkpoint_path;   // written every checkpoint_every iterations and at the end (empty: never)
@@ -129,6 +130,10 @@ class VmcDriver {
   View2<T> samples_, o_re_, o_im_;
   View1<T> lp_re_, lp_im_, e_re_, e_im_, delta_;
   View2<T> g_o_re_, g_o_im_;  // every rank's gradients and local energies (MPI only)
+  // The distinct samples' rows of O and E_loc and their counts (merge_duplicates), and the merge's index lists.
+  View2<T> u_o_re_, u_o_im_;
+  View1<T> u_e_re_, u_e_im_, u_count_;
+  std::vector<long> u_first_, u_times_;
   View1<T> g_e_re_, g_e_im_;
   HolomorphicPairs holomorphic_;  // complex weights of a model that may be holomorphic in them (the complex RBM)
   // Local energies of samples_ and their statistics as n_steps steps of n_chains chains.

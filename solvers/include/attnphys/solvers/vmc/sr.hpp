@@ -41,11 +41,19 @@ struct SrInfo {
 };
 
 // form: pxp, minsr or auto (minsr when P > 2M). o_re/o_im [M, P], e_re/e_im [M]; delta [P] receives δ,
-// gradient (if non-empty) [P] receives 2F.
+// gradient (if non-empty) [P] receives 2F. counts (if non-empty) [M]: row m stands for counts(m) identical samples
+// (merge_duplicate_samples); the result is that of the expanded rows up to rounding, since both forms only see
+// XᵀX and Xᵀε (a row scaled by √count), and minSR's kernel shrinks to the distinct rows.
 template <class T>
 SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, const View1<const T>& e_re,
                     const View1<const T>& e_im, double diag_shift, SrForm form, double rcond,
-                    const View1<T>& delta, const View1<T>& gradient = View1<T>());
+                    const View1<T>& delta, const View1<T>& gradient = View1<T>(),
+                    const View1<const T>& counts = View1<const T>());
+
+// The distinct rows of samples [M, N] in order of first occurrence: first[u] is the row of distinct sample u,
+// count[u] how often it occurs. Exact comparison of the rows (spins are ±1).
+template <class T>
+void merge_duplicate_samples(const View2<const T>& samples, std::vector<long>& first, std::vector<long>& count);
 
 
 // Parameters that come in (real part, imaginary part) pairs of complex weights: column re[k] of O is ∂ log ψ/∂ Re w_k,
