@@ -11,6 +11,7 @@
 Each input runs once with its reports unsymbolised; the frames of the target binary are then symbolised in one
 llvm-symbolizer call for all of them (a long run keeps thousands of inputs). Prints one line per input and a summary; exits 1 when any input fails in attnphys code. Used by scripts/fuzz.
 """
+import bisect
 import os
 import re
 import shutil
@@ -66,11 +67,31 @@ def symbolize(outputs):
             if len(blk) >= 2:
                 names[key] = f"in {blk[0]} {blk[1]}"
 
+    # A frame the symboliser cannot name (libFuzzer's code has no line tables; a watchdog signal that lands on the
+    # first instruction of libFuzzer's alarm handler) is named from the binary's symbol table: the symbol before it.
+    tables = {}
+
+    def from_symtab(mod, off):
+        if mod not in tables:
+            r = subprocess.run(["nm", "-n", "-C", "--defined-only", mod], capture_output=True, text=True,
+                               errors="replace")
+            rows = []
+            for row in r.stdout.splitlines():
+                parts = row.split(" ", 2)
+                if len(parts) == 3 and parts[1] in "tTwW":
+                    rows.append((int(parts[0], 16), parts[2]))
+            tables[mod] = rows
+        rows, a = tables[mod], int(off, 16)
+        i = bisect.bisect_right([r[0] for r in rows], a) - 1
+        return f"in {rows[i][1]} (symbol table)" if i >= 0 else ""
+
     def rewrite(ln):
         m = UNSYMBOLIZED.match(ln)
         if not m:
             return ln
         name = names.get((m.group(2), m.group(3)), "")
+        if name.startswith("in ??") and ".so" not in m.group(2):
+            name = from_symtab(m.group(2), m.group(3)) or name
         return f"{m.group(1)} {name} ({m.group(2)}+{m.group(3)})".replace("  ", " ")
 
     return ["\n".join(rewrite(ln) for ln in out.splitlines()) for out in outputs]
