@@ -192,6 +192,29 @@ long HeatSurrogate<T>::local_size() const {
 
 template <class T>
 void HeatSurrogate<T>::declare(ParameterBuffer<T>& buf) {
+  declare_blocks(buf);
+  resolve_blocks(buf);
+}
+
+template <class T>
+void HeatSurrogate<T>::resolve_blocks(const ParameterBuffer<T>& buf) {
+  auto ref = [&](const std::string& name) { return buf.has(name) ? buf.ref(name) : ParamRef{}; };
+  layer_t_.assign(kind_ == Kind::Transformer ? 0 : std::size_t(opt_.kernel_layers), LayerTensors{});
+  for (long l = 0; l < long(layer_t_.size()); ++l) {
+    LayerTensors& t = layer_t_[std::size_t(l)];
+    const std::string p = kind_ == Kind::Conditioned ? cp(l) : lp(l);
+    t.wq = ref(p + "wq"), t.bq = ref(p + "bq"), t.wk = ref(p + "wk"), t.bk = ref(p + "bk");
+    t.wv = ref(p + "wv"), t.bv = ref(p + "bv"), t.wm = ref(p + "wm"), t.bm = ref(p + "bm");
+    t.wl = ref(p + "wl"), t.bl = ref(p + "bl");
+    t.a = ref(p + "a"), t.b0 = ref(p + "b0"), t.c = ref(p + "c");
+    t.a_dt = ref(p + "a_dt"), t.b0_dt = ref(p + "b0_dt"), t.c_dt = ref(p + "c_dt");
+  }
+  cond_w1_ = ref("cond.w1"), cond_b1_ = ref("cond.b1");
+  head_w_ = ref(head_ + "weight"), head_b_ = ref(head_ + "bias");
+}
+
+template <class T>
+void HeatSurrogate<T>::declare_blocks(ParameterBuffer<T>& buf) {
   if (kind_ == Kind::Conditioned) {
     const long H = opt_.kernel_heads, dk = opt_.kernel_dk, Fc = cond_width(), d = opt_.encoder.d_model;
     const long Dz = d + Fc;
@@ -560,7 +583,7 @@ void HeatSurrogate<T>::forward(const ops::Vec<T>& out, SurrogateCache<T>& c, con
   ops::EncoderInputs<T> in;
   if (coords_ == Coords::Fourier) in.coords = coords;
   enc_.forward(c.hidden, c.enc, c.features, batch, len, params, in);
-  ops::linear_forward<T>(c.readout, c.hidden, params.view2(head_ + "weight"), params.view1(head_ + "bias"));
+  ops::linear_forward<T>(c.readout, c.hidden, params.view2(head_w_), params.view1(head_b_));
   add_increment<T>(out, u, c.readout);
   if (opt_.conserve) conserve_mean<T>(out, u, batch, len);
 }
@@ -598,8 +621,8 @@ void HeatSurrogate<T>::backward(SurrogateCache<T>& c, const ops::ConstVec<T>& do
           " values, expected ", tokens);
   grow_view(c.dhidden, "attnphys::surrogate_dhidden", tokens, d);
   ConstMat<T> dr(dout.data(), tokens, 1);
-  ops::linear_backward<T>(c.dhidden, params.view2(head_ + "weight", Slot::Grads),
-                          params.view1(head_ + "bias", Slot::Grads), dr, c.hidden, params.view2(head_ + "weight"));
+  ops::linear_backward<T>(c.dhidden, params.view2(head_w_, Slot::Grads), params.view1(head_b_, Slot::Grads), dr,
+                          c.hidden, params.view2(head_w_));
   if (!want_du) {
     enc_.backward(Mat<T>(), c.enc, c.dhidden, params);
     return;
@@ -707,17 +730,16 @@ struct KernelMix {
 };
 
 // The coefficients of the kernel layer whose parameters start with `prefix` (Slot::Params) or their gradients.
-template <class T>
-KernelMix<T> kernel_mix(const ParameterBuffer<T>& p, const std::string& prefix, bool dt_input, const View1<T>& shift,
-                        Slot sl) {
+template <class T, class Layer>
+KernelMix<T> kernel_mix(const ParameterBuffer<T>& p, const Layer& t, bool dt_input, const View1<T>& shift, Slot sl) {
   KernelMix<T> m;
-  m.a = p.view1(prefix + "a", sl);
-  m.b0 = p.view1(prefix + "b0", sl);
-  m.c0 = p.view1(prefix + "c", sl);
+  m.a = p.view1(t.a, sl);
+  m.b0 = p.view1(t.b0, sl);
+  m.c0 = p.view1(t.c, sl);
   if (dt_input) {
-    m.a_dt = p.view1(prefix + "a_dt", sl);
-    m.b0_dt = p.view1(prefix + "b0_dt", sl);
-    m.c0_dt = p.view1(prefix + "c_dt", sl);
+    m.a_dt = p.view1(t.a_dt, sl);
+    m.b0_dt = p.view1(t.b0_dt, sl);
+    m.c0_dt = p.view1(t.c_dt, sl);
     m.shift = shift;
   }
   return m;
@@ -751,7 +773,7 @@ void HeatSurrogate<T>::kernel_forward(const ops::Vec<T>& out, SurrogateCache<T>&
   grow_view(c.phi, "attnphys::kernel_phi", len, F);
   // The mixing coefficients of layer l (Slot::Params) or their gradients (Slot::Grads).
   auto mix = [&](const ParameterBuffer<T>& p, long l, const SurrogateCache<T>& cc, Slot sl) {
-    return kernel_mix<T>(p, lp(l), opt_.dt_input, cc.shift, sl);
+    return kernel_mix<T>(p, layer_t_[std::size_t(l)], opt_.dt_input, cc.shift, sl);
   };
   coordinate_harmonics<T>(c.phi, coords, opt_.harmonics, axis_lengths(lengths_));
   c.qc.resize(L), c.kc.resize(L), c.u.resize(L), c.qh.resize(L), c.kh.resize(L), c.p.resize(L), c.o.resize(L);
@@ -761,11 +783,11 @@ void HeatSurrogate<T>::kernel_forward(const ops::Vec<T>& out, SurrogateCache<T>&
   grow_view(c.dp, "attnphys::kernel_scores", H, len, len);
   const T scale = T(1.0 / std::sqrt(double(dk)));
   for (long l = 0; l < L; ++l) {
-    const std::string pre = lp(l);
+    const LayerTensors& pre = layer_t_[std::size_t(l)];
     grow_view(c.qc[l], "attnphys::kernel_q", len, H * dk);
     grow_view(c.kc[l], "attnphys::kernel_k", len, H * dk);
-    ops::linear_forward<T>(c.qc[l], c.phi, params.view2(pre + "wq"), params.view1(pre + "bq"));
-    ops::linear_forward<T>(c.kc[l], c.phi, params.view2(pre + "wk"), params.view1(pre + "bk"));
+    ops::linear_forward<T>(c.qc[l], c.phi, params.view2(pre.wq), params.view1(pre.bq));
+    ops::linear_forward<T>(c.kc[l], c.phi, params.view2(pre.wk), params.view1(pre.bk));
     grow_view(c.qh[l], "attnphys::kernel_qh", H, len, dk);
     grow_view(c.kh[l], "attnphys::kernel_kh", H, len, dk);
     ops::split_heads<T>(c.qh[l], c.qc[l], 0, 1, H);
@@ -867,7 +889,7 @@ void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec
           " values, expected ", tokens);
   // The mixing coefficients of layer l (Slot::Params) or their gradients (Slot::Grads).
   auto mix = [&](const ParameterBuffer<T>& p, long l, const SurrogateCache<T>& cc, Slot sl) {
-    return kernel_mix<T>(p, lp(l), opt_.dt_input, cc.shift, sl);
+    return kernel_mix<T>(p, layer_t_[std::size_t(l)], opt_.dt_input, cc.shift, sl);
   };
   const T scale = T(1.0 / std::sqrt(double(dk)));
   View1<T> g("attnphys::kernel_g", tokens), g_prev("attnphys::kernel_gprev", tokens);
@@ -879,7 +901,7 @@ void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec
   grow_view(c.dqc, "attnphys::kernel_dqc", len, H * dk);
   grow_view(c.dkc, "attnphys::kernel_dkc", len, H * dk);
   for (long l = L - 1; l >= 0; --l) {
-    const std::string pre = lp(l);
+    const LayerTensors& pre = layer_t_[std::size_t(l)];
     combine_heads_backward<T>(c.dout3, mix(params, l, c, Slot::Grads), g, c.field[l], c.o[l],
                               mix(params, l, c, Slot::Params), len);
     // dP = dO Uᵀ, then through the softmax to the scores, then to queries and keys.
@@ -890,10 +912,10 @@ void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec
     batched_gemm('T', 'N', scale, ds, c.qh[l], T(0), c.dkh);
     ops::merge_heads<T>(c.dqc, 0, c.dqh, 1, H);
     ops::merge_heads<T>(c.dkc, 0, c.dkh, 1, H);
-    ops::linear_backward<T>(Mat<T>(), params.view2(pre + "wq", Slot::Grads), params.view1(pre + "bq", Slot::Grads),
-                            c.dqc, c.phi, params.view2(pre + "wq"));
-    ops::linear_backward<T>(Mat<T>(), params.view2(pre + "wk", Slot::Grads), params.view1(pre + "bk", Slot::Grads),
-                            c.dkc, c.phi, params.view2(pre + "wk"));
+    ops::linear_backward<T>(Mat<T>(), params.view2(pre.wq, Slot::Grads), params.view1(pre.bq, Slot::Grads),
+                            c.dqc, c.phi, params.view2(pre.wq));
+    ops::linear_backward<T>(Mat<T>(), params.view2(pre.wk, Slot::Grads), params.view1(pre.bk, Slot::Grads),
+                            c.dkc, c.phi, params.view2(pre.wk));
     if (l > 0 || du.extent(0) > 0) {  // the field entering layer l came out of layer l-1 (or is the input)
       View3<T> pt_do("attnphys::kernel_ptdo", H, len, batch);
       batched_gemm('T', 'N', T(1), c.p[l], c.dout3, T(0), pt_do);
@@ -1082,7 +1104,7 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
   grow_view(c.cpre, "attnphys::cond_pre", tokens, d);
   grow_view(c.cdpre, "attnphys::cond_dpre", tokens, d);
   grow_view(c.cz, "attnphys::cond_z", tokens, Dz);
-  ops::linear_forward<T>(c.cpre, c.cond, params.view2("cond.w1"), params.view1("cond.b1"));
+  ops::linear_forward<T>(c.cpre, c.cond, params.view2(cond_w1_), params.view1(cond_b1_));
   ops::gelu_forward<T>(c.cdpre, c.cpre);
   {
     const auto z = c.cz, hh = c.cdpre, cf = c.cond;
@@ -1102,18 +1124,18 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
   ops::ScoreSpec<T> spec;
   spec.heads = H;
   for (long l = 0; l < L; ++l) {
-    const std::string pre = cp(l);
+    const LayerTensors& pre = layer_t_[std::size_t(l)];
     grow_view(c.cm[l], "attnphys::cond_m", tokens, HD + 2);
-    ops::linear_forward<T>(c.cm[l], c.cz, params.view2(pre + "wm"), params.view1(pre + "bm"));
+    ops::linear_forward<T>(c.cm[l], c.cz, params.view2(pre.wm), params.view1(pre.bm));
     if (H > 0) {  // the global attention (model.kernel_heads = 0: none)
     grow_view(c.cq[l], "attnphys::cond_q", tokens, HD);
     grow_view(c.ck[l], "attnphys::cond_k", tokens, HD);
     grow_view(c.cg[l], "attnphys::cond_g", tokens, HD);
     grow_view(c.cv[l], "attnphys::cond_v", tokens, HD);
     grow_view(c.com[l], "attnphys::cond_om", tokens, HD);
-    ops::linear_forward<T>(c.cq[l], c.cz, params.view2(pre + "wq"), params.view1(pre + "bq"));
-    ops::linear_forward<T>(c.ck[l], c.cz, params.view2(pre + "wk"), params.view1(pre + "bk"));
-    ops::linear_forward<T>(c.cg[l], c.cz, params.view2(pre + "wv"), params.view1(pre + "bv"));
+    ops::linear_forward<T>(c.cq[l], c.cz, params.view2(pre.wq), params.view1(pre.bq));
+    ops::linear_forward<T>(c.ck[l], c.cz, params.view2(pre.wk), params.view1(pre.bk));
+    ops::linear_forward<T>(c.cg[l], c.cz, params.view2(pre.wv), params.view1(pre.bv));
     {
       const auto v = c.cv[l], g = c.cg[l];
       const auto fl = c.field[l];
@@ -1151,7 +1173,7 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
     }
     if (S > 0) {
       grow_view(c.cw[l], "attnphys::cond_w", tokens, S);
-      ops::linear_forward<T>(c.cw[l], c.cz, params.view2(pre + "wl"), params.view1(pre + "bl"));
+      ops::linear_forward<T>(c.cw[l], c.cz, params.view2(pre.wl), params.view1(pre.bl));
       if (opt_.local_softmax) ops::softmax_forward<T>(c.cw[l], c.cw[l]);
       local_forward<T>(c.field[l + 1], c.cw[l], c.field[l], len, opt_.local_radius, dim_, c.grid);
     }
@@ -1187,7 +1209,7 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
   ops::ScoreSpec<T> spec;
   spec.heads = H;
   for (long l = L - 1; l >= 0; --l) {
-    const std::string pre = cp(l);
+    const LayerTensors& pre = layer_t_[std::size_t(l)];
     {  // ŷ = b0 û + Σ A ⊙ O + e: the mixing coefficients' and the head outputs' gradients, û's direct part
       const auto m = c.cm[l], om = c.com[l], dm = c.cdm, dO = c.cdo;
       const auto fin = c.field[l];
@@ -1204,9 +1226,9 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
             gprev(t) = b0 ? gt * m(t, HD) : T(0);
           });
     }
-    const auto lin = [&](const char* w, const char* b, const View2<T>& dy) {
-      ops::linear_backward<T>(c.dz, params.view2(pre + w, Slot::Grads), params.view1(pre + b, Slot::Grads), dy, c.cz,
-                              params.view2(pre + w), true);
+    const auto lin = [&](const ParamRef& w, const ParamRef& b, const View2<T>& dy) {
+      ops::linear_backward<T>(c.dz, params.view2(w, Slot::Grads), params.view1(b, Slot::Grads), dy, c.cz,
+                              params.view2(w), true);
     };
     if (H > 0) {  // the global attention (model.kernel_heads = 0: none)
     ops::split_heads<T>(c.cdo3, c.cdo, 0, batch, H);
@@ -1229,15 +1251,15 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
             gprev(t) += acc;
           });
     }
-    lin("wq", "bq", c.cdq);
-    lin("wk", "bk", c.cdk);
-    lin("wv", "bv", c.cdg);
+    lin(pre.wq, pre.bq, c.cdq);
+    lin(pre.wk, pre.bk, c.cdk);
+    lin(pre.wv, pre.bv, c.cdg);
     }
-    lin("wm", "bm", c.cdm);
+    lin(pre.wm, pre.bm, c.cdm);
     if (S > 0) {  // the local term: its weights' gradient and its adjoint into û
       local_backward<T>(c.cdw, gp, c.cw[l], c.field[l], g, len, opt_.local_radius, dim_, c.grid);
       if (opt_.local_softmax) ops::softmax_backward<T>(c.cdw, c.cdw, c.cw[l]);
-      lin("wl", "bl", c.cdw);
+      lin(pre.wl, pre.bl, c.cdw);
     }
     if (l > 0)
       std::swap(g, gp);
@@ -1254,8 +1276,8 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
   ops::gelu_backward<T>(c.cdpre, c.cdpre, c.cpre);
   const bool field_du = opt_.condition_on_field && du.extent(0) > 0;
   if (field_du) grow_view(c.cdcond, "attnphys::cond_dcond", tokens, Fc);
-  ops::linear_backward<T>(field_du ? Mat<T>(c.cdcond) : Mat<T>(), params.view2("cond.w1", Slot::Grads),
-                          params.view1("cond.b1", Slot::Grads), c.cdpre, c.cond, params.view2("cond.w1"));
+  ops::linear_backward<T>(field_du ? Mat<T>(c.cdcond) : Mat<T>(), params.view2(cond_w1_, Slot::Grads),
+                          params.view1(cond_b1_, Slot::Grads), c.cdpre, c.cond, params.view2(cond_w1_));
   if (field_du) {  // û as a conditioning column: through z directly and through the trunk
     const auto dz = c.dz, dc = c.cdcond;
     const long col = Fc - 1;

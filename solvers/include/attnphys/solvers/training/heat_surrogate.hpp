@@ -71,6 +71,7 @@
 #include <string>
 #include <vector>
 
+#include "attnphys/core/params.hpp"
 #include "attnphys/operators/attention_core.hpp"
 #include "attnphys/operators/encoder.hpp"
 
@@ -239,6 +240,16 @@ class HeatSurrogate {
   long local_size() const;  // (2r+1)^dim offsets of the local term, 0 without it
   std::string cp(long l) const { return "cond." + std::to_string(l) + "."; }
   std::string head_ = "head.";
+  // The parameter blocks, resolved once in declare(): forward and backward look up no names. Per layer l the
+  // blocks of the kind (kernel: lp(l) wq..c_dt; conditioned: cp(l) wq..bl; unresolved where not declared).
+  struct LayerTensors {
+    ParamRef wq, bq, wk, bk, wv, bv, wm, bm, wl, bl;
+    ParamRef a, b0, c, a_dt, b0_dt, c_dt;
+  };
+  std::vector<LayerTensors> layer_t_;
+  ParamRef cond_w1_, cond_b1_, head_w_, head_b_;
+  void declare_blocks(ParameterBuffer<T>& buf);
+  void resolve_blocks(const ParameterBuffer<T>& buf);
 };
 
 extern template class HeatSurrogate<float>;
