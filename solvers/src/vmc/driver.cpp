@@ -298,26 +298,29 @@ VmcStep VmcDriver<T>::step() {
     merge_duplicate_samples<T>(all, u_first_, u_times_);
     const long U = long(u_first_.size()), Mall = long(all.extent(0));
     if (U < Mall) {
-      if (long(u_o_re_.extent(0)) != U || long(u_o_re_.extent(1)) != P) {
-        u_o_re_ = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::vmc_u_o_re")), U, P);
-        u_o_im_ = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::vmc_u_o_im")), U, P);
-        u_e_re_ = View1<T>("attnphys::vmc_u_e_re", U);
-        u_e_im_ = View1<T>("attnphys::vmc_u_e_im", U);
-        u_count_ = View1<T>("attnphys::vmc_u_count", U);
+      // Storage for all Mall rows, allocated once; the distinct rows are the first U of it.
+      if (long(u_o_re_.extent(0)) < Mall || long(u_o_re_.extent(1)) != P) {
+        u_o_re_ = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::vmc_u_o_re")), Mall, P);
+        u_o_im_ = View2<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::vmc_u_o_im")), Mall, P);
+        u_e_re_ = View1<T>("attnphys::vmc_u_e_re", Mall);
+        u_e_im_ = View1<T>("attnphys::vmc_u_e_im", Mall);
+        u_count_ = View1<T>("attnphys::vmc_u_count", Mall);
       }
+      const View2<T> dre(u_o_re_.data(), U, P), dim(u_o_im_.data(), U, P);
+      const View1<T> uer(u_e_re_.data(), U), uei(u_e_im_.data(), U), ucount(u_count_.data(), U);
       View1<long> first("attnphys::vmc_u_first", U);
       {
         auto hf = Kokkos::create_mirror_view(first);
-        auto hc = Kokkos::create_mirror_view(u_count_);
+        auto hc = Kokkos::create_mirror_view(ucount);
         for (long u = 0; u < U; ++u) {
           hf(u) = u_first_[u];
           hc(u) = T(u_times_[u]);
         }
         Kokkos::deep_copy(first, hf);
-        Kokkos::deep_copy(u_count_, hc);
+        Kokkos::deep_copy(ucount, hc);
       }
-      const auto sre = ore, sim = oim, dre = u_o_re_, dim = u_o_im_;
-      const auto eer = ere, eei = eim, uer = u_e_re_, uei = u_e_im_;
+      const auto sre = ore, sim = oim;
+      const auto eer = ere, eei = eim;
       attnphys::parallel_for(
           "attnphys::vmc_u_rows", U, KOKKOS_LAMBDA(const long u) {
             const long m = first(u);
@@ -328,8 +331,8 @@ VmcStep VmcDriver<T>::step() {
             uer(u) = eer(m);
             uei(u) = eei(m);
           }, 16);
-      ore = u_o_re_, oim = u_o_im_, ere = u_e_re_, eim = u_e_im_;
-      counts = u_count_;
+      ore = dre, oim = dim, ere = uer, eim = uei;
+      counts = ucount;
     }
   }
   if (opt_.optimizer == VmcOptimizer::Adam) {

@@ -105,22 +105,35 @@ double* host_square(const View2<T>& v, std::vector<double>& own) {
 
 // Work buffers kept between calls (VMC calls sr_direction every iteration with the same shapes, and allocating
 // and zeroing ~100 MB each time cost as much as the products); released when Kokkos finalises.
+// The row count may change from call to call (merged duplicate samples): storage grows only, and the views of
+// each call are exact-shape views into it.
 template <class T>
 struct SrWork {
   View2<T> X, eps, F, K, y, D;
   Kokkos::View<double*, MemSpace> mean_re, mean_im;
+  View1<T> sx, seps, sk, sy;  // storage of X, eps, K, y
   long M = -1, P = -1;
   bool pxp = false;
+  static void grow(View1<T>& v, long n, const char* label) {
+    if (long(v.extent(0)) < n) v = View1<T>(std::string(label), n);
+  }
   void ensure(long m, long p, bool use_pxp) {
     if (m == M && p == P && use_pxp == pxp) return;
-    X = View2<T>(("attnphys::sr_x"), 2 * m, p);
-    eps = View2<T>(("attnphys::sr_eps"), 2 * m, 1);
-    F = View2<T>(("attnphys::sr_f"), p, 1);
-    K = use_pxp ? View2<T>(("attnphys::sr_s"), p, p) : View2<T>(("attnphys::sr_kernel"), 2 * m, 2 * m);
-    y = View2<T>(("attnphys::sr_y"), 2 * m, 1);
-    D = View2<T>(("attnphys::sr_d"), p, 1);
-    mean_re = Kokkos::View<double*, MemSpace>("attnphys::sr_mean_re", p);
-    mean_im = Kokkos::View<double*, MemSpace>("attnphys::sr_mean_im", p);
+    if (p != P) {
+      F = View2<T>(("attnphys::sr_f"), p, 1);
+      D = View2<T>(("attnphys::sr_d"), p, 1);
+      mean_re = Kokkos::View<double*, MemSpace>("attnphys::sr_mean_re", p);
+      mean_im = Kokkos::View<double*, MemSpace>("attnphys::sr_mean_im", p);
+    }
+    const long nk = use_pxp ? p : 2 * m;
+    grow(sx, 2 * m * p, "attnphys::sr_x");
+    grow(seps, 2 * m, "attnphys::sr_eps");
+    grow(sy, 2 * m, "attnphys::sr_y");
+    grow(sk, nk * nk, use_pxp ? "attnphys::sr_s" : "attnphys::sr_kernel");
+    X = View2<T>(sx.data(), 2 * m, p);
+    eps = View2<T>(seps.data(), 2 * m, 1);
+    y = View2<T>(sy.data(), 2 * m, 1);
+    K = View2<T>(sk.data(), nk, nk);
     M = m;
     P = p;
     pxp = use_pxp;
