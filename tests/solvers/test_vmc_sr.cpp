@@ -81,8 +81,7 @@ TEST(StochasticReconfiguration, PxPAndMinSrMatchDenseReference) {
 TEST(StochasticReconfiguration, HolomorphicSolveMatchesTheRealPxPSolve) {
   const long M = 50, K1 = 6, K2 = 3, K = K1 + K2, P = 2 * K;
   // Layout as the RBM's: [w1_re (K1), w1_im (K1), w2_re (K2), w2_im (K2)].
-  std::vector<ParameterBlock> blocks = {{"w1_re", {K1}, 0, K1}, {"w1_im", {K1}, K1, K1},
-                                        {"w2_re", {K2}, 2 * K1, K2}, {"w2_im", {K2}, 2 * K1 + K2, K2}};
+  std::vector<ComplexBlock> blocks = {{0, K1, K1}, {2 * K1, 2 * K1 + K2, K2}};
   const auto pairs = holomorphic_pairs(blocks, P);
   ASSERT_EQ(long(pairs.re.size()), K);
   EXPECT_TRUE(holomorphic_pairs(blocks, P + 1).empty());  // a real parameter of its own: no pairs
@@ -134,10 +133,10 @@ TEST(StochasticReconfiguration, ComplexRbmTakesTheHolomorphicSolve) {
   const int n = 10, B = 64;
   Rbm<double> rbm(n, RbmOptions{1.0, true, true, 0.3, 5});
   const long P = rbm.n_parameters();
-  const auto pairs = holomorphic_pairs(rbm.parameters().blocks(), P);
+  const auto pairs = holomorphic_pairs(rbm.complex_blocks(), P);
   ASSERT_EQ(2 * long(pairs.re.size()), P);
   Rbm<double> real_rbm(n, RbmOptions{1.0, false, true, 0.3, 5});
-  EXPECT_TRUE(holomorphic_pairs(real_rbm.parameters().blocks(), real_rbm.n_parameters()).empty());
+  EXPECT_TRUE(holomorphic_pairs(real_rbm.complex_blocks(), real_rbm.n_parameters()).empty());
   View2<double> s("s", B, n), ore("ore", B, P), oim("oim", B, P);
   fill_uniform(s, 7, 0, -1, 1);
   auto hs = to_host(s);
@@ -417,6 +416,62 @@ TEST(VmcDriver, MergedDuplicateSamplesGiveTheSameTrajectory) {
     EXPECT_LT(w, 1e-10 * scale) << "optimizer " << enum_name(opt);
     for (int it = 0; it < 5; ++it) EXPECT_NEAR(energies[0][it], energies[1][it], 1e-10);
   }
+}
+
+TEST(VmcDriver, RealRbmWithTheMarshallSignReachesTheHeisenbergGroundState) {
+  // rbm.marshall_sign: ψ gains the phase π · N_up(even sites) (the gradients do not change); a real (positive) RBM
+  // times that sign reaches the periodic Heisenberg ground state of 8 sites, which a positive wavefunction alone
+  // cannot (the same RBM without the sign stays far above: the test can fail).
+  spin::ChainModel m;
+  m.model = spin::ModelKind::Heisenberg;
+  m.n = 8;
+  m.bc = spin::Boundary::Periodic;
+  const double exact = ed::exact_ground_state(m).energies.at(0);
+  {
+    Rbm<double> plain(8, RbmOptions{1.0, true, true, 0.3, 4});
+    Rbm<double> signed_rbm(8, RbmOptions{1.0, true, true, 0.3, 4, true});
+    const long B = 256;
+    View2<double> s("s", B, 8);
+    auto hs = Kokkos::create_mirror_view(s);
+    for (long b = 0; b < B; ++b)
+      for (int i = 0; i < 8; ++i) hs(b, i) = ((b >> i) & 1) ? 1.0 : -1.0;
+    Kokkos::deep_copy(s, hs);
+    View1<double> r1("r1", B), i1("i1", B), r2("r2", B), i2("i2", B);
+    plain.log_psi(s, r1, i1);
+    signed_rbm.log_psi(s, r2, i2);
+    const long P = plain.n_parameters();
+    View2<double> a_re("a_re", B, P), a_im("a_im", B, P), b_re("b_re", B, P), b_im("b_im", B, P);
+    plain.log_psi_gradients(s, a_re, a_im);
+    signed_rbm.log_psi_gradients(s, b_re, b_im);
+    auto h1 = to_host(r1), p1 = to_host(i1), h2 = to_host(r2), p2 = to_host(i2);
+    for (long b = 0; b < B; ++b) {
+      int ups = 0;
+      for (int i = 0; i < 8; i += 2) ups += hs(b, i) > 0;
+      EXPECT_DOUBLE_EQ(h1(b), h2(b));
+      EXPECT_NEAR(std::remainder(p2(b) - p1(b) - M_PI * (ups % 2), 2 * M_PI), 0.0, 1e-12);
+    }
+    auto ga = to_host(a_re), gb = to_host(b_re), gc = to_host(a_im), gd = to_host(b_im);
+    for (long b = 0; b < B; ++b)
+      for (long k = 0; k < P; ++k) {
+        EXPECT_EQ(ga(b, k), gb(b, k));
+        EXPECT_EQ(gc(b, k), gd(b, k));
+      }
+  }
+  spin::SpinHamiltonian H(m);
+  double err[2];
+  for (int sign = 0; sign < 2; ++sign) {
+    Rbm<double> rbm(8, RbmOptions{1.0, false, true, 0.05, 7, sign == 1});
+    auto o = quick_options();
+    o.sampler.fixed_sz = true;
+    o.sampler.periodic = true;
+    VmcDriver<double> driver(rbm, H, o);
+    driver.run(150);
+    const auto st = driver.estimate_energy(16384);
+    err[sign] = std::abs(st.mean - exact) / std::abs(exact);
+    EXPECT_GE(st.mean, exact - 4 * st.error - 1e-9);
+  }
+  EXPECT_LT(err[1], 2e-3) << "with the Marshall sign";
+  EXPECT_GT(err[0], 5e-2) << "a positive RBM alone";
 }
 
 TEST(VmcDriver, NanEnergyStopsWithAClearMessage) {

@@ -123,7 +123,7 @@ VmcDriver<T>::VmcDriver(LogPsiModel<T>& model, const spin::SpinHamiltonian& H, c
     sampler_ = std::make_unique<MetropolisSampler<T>>(model, local_, o.sampler.periodic);
   }
   delta_ = View1<T>("attnphys::vmc_delta", model.n_parameters());
-  holomorphic_ = holomorphic_pairs(model.parameters().blocks(), model.n_parameters());
+  holomorphic_ = holomorphic_pairs(model.complex_blocks(), model.n_parameters());
 }
 
 template <class T>

@@ -34,6 +34,14 @@ Rbm<T>::Rbm(int n, const RbmOptions& o) : n_(n), m_(std::max(1, int(std::lround(
 }
 
 template <class T>
+std::vector<ComplexBlock> Rbm<T>::complex_blocks() const {
+  if (!opt_.complex) return {};
+  std::vector<ComplexBlock> out = {{t_.o_W_re, t_.o_W_im, long(m_) * n_}, {t_.o_b_re, t_.o_b_im, long(m_)}};
+  if (opt_.visible_bias) out.push_back({t_.o_a_re, t_.o_a_im, long(n_)});
+  return out;
+}
+
+template <class T>
 void Rbm<T>::hidden(const View2<const T>& sigma) {
   const long B = sigma.extent(0);
   require(sigma.extent(1) == std::size_t(n_), "RBM: sigma has ", sigma.extent(1), " sites, expected ", n_);
@@ -64,7 +72,7 @@ void Rbm<T>::log_psi(const View2<const T>& sigma, const View1<T>& re, const View
           " entries");
   if (B == 0) return;
   hidden(sigma);
-  const bool vb = opt_.visible_bias, cplx = opt_.complex;
+  const bool vb = opt_.visible_bias, cplx = opt_.complex, marshall = opt_.marshall_sign;
   const auto ar = t_.a_re;
   const auto ai = t_.a_im;
   const auto tr = th_re_, ti = th_im_;
@@ -83,6 +91,11 @@ void Rbm<T>::log_psi(const View2<const T>& sigma, const View1<T>& re, const View
             r += double(ar(s)) * double(sigma(b, s));
             if (cplx) i += double(ai(s)) * double(sigma(b, s));
           }
+        if (marshall) {  // the phase π · N_up(even sites)
+          long ups = 0;
+          for (int s = 0; s < n; s += 2) ups += sigma(b, s) > T(0) ? 1 : 0;
+          i += 3.14159265358979323846 * double(ups % 2);
+        }
         re(b) = T(r);
         im(b) = T(i);
       }, 16);

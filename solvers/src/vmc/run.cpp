@@ -43,6 +43,8 @@ void VmcRunConfig::declare(OptionSet& s) {
   s.add("rbm.visible_bias", &rbm.visible_bias, "visible biases");
   s.add("rbm.init_std", &rbm.init_std, "initial parameter scale", Range::non_negative());
   s.add("rbm.seed", &rbm_seed, "initialisation seed");
+  s.add("rbm.marshall_sign", &rbm.marshall_sign,
+        "multiply by (-1)^(up spins on even sites) (default: on only when ansatz.marshall_sign = on)");
   mps.declare(s);
   vmc.declare(s);
   s.add("run.final_samples", &final_samples, "samples of the final energy estimate (0: skip)", Range::non_negative());
@@ -69,8 +71,11 @@ void VmcRunConfig::apply_defaults(const OptionSet& set) {
     transformer.marshall_sign = uses_marshall_sign();
   if (ansatz == AnsatzKind::Mps && !set.was_set("mps.marshall_sign")) mps.marshall_sign = uses_marshall_sign();
   if (!set.was_set("mps.periodic")) mps.periodic = model.periodic();
-  require(ansatz == AnsatzKind::Transformer || ansatz == AnsatzKind::Mps || marshall_sign != MarshallSign::On,
-          "ansatz.marshall_sign = on is available for the transformer and MPS ansätze; the ", enum_name(ansatz),
+  // The RBM takes the sign only when asked (on), so that by default it stays the plain RBM of the literature.
+  if (ansatz == AnsatzKind::Rbm && !set.was_set("rbm.marshall_sign"))
+    rbm.marshall_sign = marshall_sign == MarshallSign::On;
+  require(ansatz != AnsatzKind::Autoregressive || marshall_sign != MarshallSign::On,
+          "ansatz.marshall_sign = on is available for the transformer, MPS and RBM ansätze; the ", enum_name(ansatz),
           " ansatz learns its phase itself");
   if (ansatz == AnsatzKind::Mps) mps.validate();
   if (ansatz == AnsatzKind::Autoregressive) {
@@ -145,9 +150,9 @@ VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const Vmc
       out.warnings.push_back(msg(
           "the VMC energy has stayed >= 0 for ", kSignWarningIterations, " iterations (now ", s.energy, " at iteration ",
           s.iteration, "), but the ground state of this antiferromagnetic ", enum_name(cfg.model.model),
-          " chain has a negative energy: the ansatz has not found the sign structure. Use a sign rule (ansatz.kind = ",
-          "transformer or mps with ansatz.marshall_sign = on, the default for these chains) or an ansatz that learns ",
-          "its phase, or lower vmc.lr if the energy was negative before"));
+          " chain has a negative energy: the ansatz has not found the sign structure. Use a sign rule ",
+          "(ansatz.marshall_sign = on: the default of the transformer and mps ansätze on these chains, and available ",
+          "for the rbm) or an ansatz that learns its phase, or lower vmc.lr if the energy was negative before"));
       if (Comm::world().is_root()) std::cerr << "attnphys: warning: " << out.warnings.back() << std::endl;
     }
     return true;

@@ -340,18 +340,13 @@ template SrInfo sr_direction<double>(const View2<const double>&, const View2<con
                                      SrForm, double, const View1<double>&, const View1<double>&,
                                      const View1<const double>&);
 
-HolomorphicPairs holomorphic_pairs(const std::vector<ParameterBlock>& blocks, long n_parameters) {
-  std::map<std::string, const ParameterBlock*> by_name;
-  for (const auto& b : blocks) by_name[b.name] = &b;
+HolomorphicPairs holomorphic_pairs(const std::vector<ComplexBlock>& blocks, long n_parameters) {
   HolomorphicPairs out;
   long covered = 0;
   for (const auto& b : blocks) {
-    if (b.name.size() < 3 || b.name.compare(b.name.size() - 3, 3, "_re") != 0) continue;
-    const auto it = by_name.find(b.name.substr(0, b.name.size() - 3) + "_im");
-    if (it == by_name.end() || it->second->size != b.size) continue;
     for (long i = 0; i < b.size; ++i) {
-      out.re.push_back(b.offset + i);
-      out.im.push_back(it->second->offset + i);
+      out.re.push_back(b.re_offset + i);
+      out.im.push_back(b.im_offset + i);
     }
     covered += 2 * b.size;
   }

@@ -10,11 +10,18 @@
 // (autoregressive models): the VMC driver finds it with dynamic_cast and then needs no Markov chains.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "attnphys/core/params.hpp"
 #include "attnphys/core/views.hpp"
 
 namespace attnphys::vmc {
+
+// A complex weight block stored as two real blocks of the flat parameter vector: its real parts at re_offset, its
+// imaginary parts at im_offset, size entries each.
+struct ComplexBlock {
+  long re_offset = 0, im_offset = 0, size = 0;
+};
 
 template <class T>
 class LogPsiModel {
@@ -26,6 +33,9 @@ class LogPsiModel {
   virtual void log_psi_gradients(const View2<const T>& sigma, const View2<T>& o_re, const View2<T>& o_im) = 0;
   virtual ParameterBuffer<T>& parameters() = 0;
   virtual std::string name() const { return "model"; }
+  // The model's complex weights (re, im block pairs), for the SR solve of a holomorphic ansatz; empty when its
+  // parameters are real.
+  virtual std::vector<ComplexBlock> complex_blocks() const { return {}; }
 };
 
 template <class T>

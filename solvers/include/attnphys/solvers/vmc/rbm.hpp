@@ -20,6 +20,7 @@ struct RbmOptions {
   bool visible_bias = true;
   double init_std = 0.01;  // parameters start as N(0, init_std²)
   std::uint64_t seed = 1;
+  bool marshall_sign = false;  // multiply by (−1)^{number of up spins on even sites} (a constant phase per σ)
 };
 
 template <class T>
@@ -35,6 +36,7 @@ class Rbm final : public LogPsiModel<T> {
   void log_psi_gradients(const View2<const T>& sigma, const View2<T>& o_re, const View2<T>& o_im) override;
   ParameterBuffer<T>& parameters() override { return params_; }
   std::string name() const override { return "rbm"; }
+  std::vector<ComplexBlock> complex_blocks() const override;
   const RbmOptions& options() const { return opt_; }
   // Hidden pre-activations θ = W σ + b of the last batch [B, M] (public: it holds device kernels).
   void hidden(const View2<const T>& sigma);
@@ -64,6 +66,8 @@ class TableAnsatz final : public LogPsiModel<T> {
   void log_psi_gradients(const View2<const T>& sigma, const View2<T>& o_re, const View2<T>& o_im) override;
   ParameterBuffer<T>& parameters() override { return params_; }
   std::string name() const override { return "table"; }
+  // θ_re and θ_im are one complex number per basis state (ψ is holomorphic in them).
+  std::vector<ComplexBlock> complex_blocks() const override { return {{0, 1L << n_, 1L << n_}}; }
 
  private:
   int n_;

@@ -15,6 +15,7 @@
 #include "attnphys/core/options.hpp"
 #include "attnphys/core/params.hpp"
 #include "attnphys/core/views.hpp"
+#include "attnphys/solvers/vmc/log_psi_model.hpp"
 
 namespace attnphys::vmc {
 
@@ -57,14 +58,14 @@ void merge_duplicate_samples(const View2<const T>& samples, std::vector<long>& f
 
 
 // Parameters that come in (real part, imaginary part) pairs of complex weights: column re[k] of O is ∂ log ψ/∂ Re w_k,
-// column im[k] is ∂ log ψ/∂ Im w_k. holomorphic_pairs() pairs every block "<name>_re" with its "<name>_im" of the
-// same size; it returns empty vectors unless the pairs cover all n_parameters (a model with real parameters of its
-// own, as the transformer's, keeps the real SR).
+// column im[k] is ∂ log ψ/∂ Im w_k. holomorphic_pairs() lists the entries of the model's complex blocks
+// (LogPsiModel::complex_blocks); it returns empty vectors unless they cover all n_parameters (a model with real
+// parameters of its own, as the transformer's, keeps the real SR).
 struct HolomorphicPairs {
   std::vector<long> re, im;
   bool empty() const { return re.empty(); }
 };
-HolomorphicPairs holomorphic_pairs(const std::vector<ParameterBlock>& blocks, long n_parameters);
+HolomorphicPairs holomorphic_pairs(const std::vector<ComplexBlock>& blocks, long n_parameters);
 
 // SR for a log ψ that is holomorphic in the complex weights w_k = θ_re[k] + i θ_im[k] (the complex RBM): then
 // O_im[k] = i O_re[k], S = XᵀX is the real form of the Hermitian S_c = ⟨ΔG† ΔG⟩ (G = O_re columns, K = P/2) and
