@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -44,8 +45,45 @@ int default_threads() {
 
 thread_local bool t_in_pool = false;
 
+// How long an idle thread keeps polling for the next job before it sleeps on the condition variable (µs).
+// The VMC sampler and the attention kernels hand the pool thousands of jobs of 0.05–1 ms each: waking a sleeping
+// thread costs tens of µs here (a futex wake and, in a VM, an inter-processor interrupt), so a thread that has
+// just finished polls briefly instead. ATTNPHYS_POOL_SPIN_US overrides it (0: always sleep, as before).
+long spin_microseconds() {
+  const char* s = std::getenv("ATTNPHYS_POOL_SPIN_US");
+  if (s && *s) {
+    char* end = nullptr;
+    const long v = std::strtol(s, &end, 10);
+    if (end && *end == '\0' && v >= 0 && v <= 100000) return v;
+  }
+  return 100;
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Polls pred() for up to `us` microseconds; true as soon as it holds.
+template <class Pred>
+bool spin_until(long us, const Pred& pred) {
+  if (us <= 0) return pred();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (pred()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= until) return pred();
+  }
+}
+
 class Pool {
  public:
+  Pool() : spin_us_(spin_microseconds()) {}
   ~Pool() { stop_all(); }
 
   void run(int threads, long n, long grain, void (*body)(const void*, long, long), const void* ctx) {
@@ -57,17 +95,23 @@ class Pool {
     body_ = body;
     ctx_ = ctx;
     next_.store(0, std::memory_order_relaxed);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      busy_ = static_cast<int>(workers_.size());
-      ++generation_;
+    busy_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+    // The job fields above are published by this (sequentially consistent) increment; a polling worker sees it
+    // directly, a sleeping one is woken. A worker registers as a sleeper under mutex_ and re-reads generation_
+    // before it waits, so either it sees the new generation or this load sees it asleep.
+    generation_.fetch_add(1);
+    if (sleepers_.load() > 0) {
+      { std::lock_guard<std::mutex> lock(mutex_); }
+      wake_.notify_all();
     }
-    wake_.notify_all();
     t_in_pool = true;
     work();
     t_in_pool = false;
+    if (spin_until(spin_us_, [&] { return busy_.load(std::memory_order_acquire) == 0; })) return;
     std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&] { return busy_ == 0; });
+    caller_waits_ = true;
+    done_.wait(lock, [&] { return busy_.load(std::memory_order_acquire) == 0; });
+    caller_waits_ = false;
   }
 
  private:
@@ -84,43 +128,49 @@ class Pool {
   void loop(unsigned long seen) {
     t_in_pool = true;
     for (;;) {
-      {
+      if (!spin_until(spin_us_, [&] { return stop_.load() || generation_.load() != seen; })) {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-        if (stop_) return;
-        seen = generation_;
+        sleepers_.fetch_add(1);
+        wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+        sleepers_.fetch_sub(1);
       }
+      if (stop_.load()) return;
+      seen = generation_.load();
       work();
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--busy_ == 0) done_.notify_one();
+      if (busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        // The last worker out: wake the caller if it stopped polling. Taking mutex_ orders this with the caller's
+        // check of busy_ inside its wait.
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (caller_waits_) done_.notify_one();
+      }
     }
   }
 
   void resize(int workers) {
     if (static_cast<int>(workers_.size()) == workers) return;
     stop_all();
-    stop_ = false;
+    stop_.store(false);
     // generation_ changes only in run(), which holds job_mutex_ (as does this caller), so it is stable here.
-    const unsigned long now = generation_;
+    const unsigned long now = generation_.load();
     for (int i = 0; i < workers; ++i) workers_.emplace_back([this, now] { loop(now); });
   }
 
   void stop_all() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
+    stop_.store(true);
+    { std::lock_guard<std::mutex> lock(mutex_); }
     wake_.notify_all();
     for (auto& t : workers_) t.join();
     workers_.clear();
   }
 
+  const long spin_us_;
   std::mutex job_mutex_, mutex_;
   std::condition_variable wake_, done_;
   std::vector<std::thread> workers_;
-  unsigned long generation_ = 0;
-  int busy_ = 0;
-  bool stop_ = false;
+  std::atomic<unsigned long> generation_{0};
+  std::atomic<int> busy_{0}, sleepers_{0};
+  std::atomic<bool> stop_{false};
+  bool caller_waits_ = false;  // guarded by mutex_
   long n_ = 0, chunk_ = 1;
   void (*body_)(const void*, long, long) = nullptr;
   const void* ctx_ = nullptr;
