@@ -413,16 +413,21 @@ _SR_SOLVERS = {"auto": "sr", "pxp": "pxp", "minsr": "minsr"}
 
 class SR(_Keywords):
     """Stochastic reconfiguration: diag_shift decays geometrically to diag_shift_final over diag_shift_steps
-    iterations (default: two thirds of the first run); solver: auto (P×P or minSR, the smaller), pxp or minsr."""
+    iterations (default: two thirds of the first run); solver: auto (P×P or minSR, the smaller), pxp or minsr;
+    precision: mixed (default: a single-precision Gram matrix and Cholesky factor precondition conjugate gradients on
+    the double system, solved to a 1e-10 relative residual) or double."""
     _extra = {"diag_shift": "vmc.diag_shift", "diag_shift_final": "vmc.diag_shift_final",
-              "diag_shift_steps": "vmc.diag_shift_steps", "rcond": "vmc.rcond", "solver": "vmc.optimizer"}
+              "diag_shift_steps": "vmc.diag_shift_steps", "rcond": "vmc.rcond", "solver": "vmc.optimizer",
+              "precision": "vmc.sr_precision"}
     _own_values = ("solver",)  # auto | pxp | minsr, translated to vmc.optimizer below
 
-    def __init__(self, diag_shift=None, *, diag_shift_final=None, diag_shift_steps=None, rcond=None, solver=None):
+    def __init__(self, diag_shift=None, *, diag_shift_final=None, diag_shift_steps=None, rcond=None, solver=None,
+                 precision=None):
         if solver is not None and solver not in _SR_SOLVERS:
             raise OptionError(f"spin.SR: solver must be one of {tuple(_SR_SOLVERS)}, got {solver!r}")
         self._take({"diag_shift": diag_shift, "diag_shift_final": diag_shift_final,
-                    "diag_shift_steps": diag_shift_steps, "rcond": rcond, "solver": solver})
+                    "diag_shift_steps": diag_shift_steps, "rcond": rcond, "solver": solver,
+                    "precision": precision})
 
     def _options(self):
         out = super()._options()

@@ -139,6 +139,9 @@ def test_option_objects_take_their_keywords_and_defaults_from_cpp():
     # With the chain length first the classes still build the C++ ansatz directly (the pre-NetKet API).
     legacy = spin.Rbm(6, alpha=1)
     assert isinstance(legacy, spin.Ansatz) and legacy.n_sites == 6
+    # The SR solve's precision: mixed by default (the C++ default), double on request, nothing else.
+    assert spin.SR.keywords()["precision"] == "vmc.sr_precision" and spin.SR.defaults()["precision"] == "mixed"
+    assert spin.SR(precision="double")._options()["vmc.sr_precision"] == "double"
 
 
 def test_api_run_is_the_cli_run():
@@ -270,6 +273,8 @@ def test_bad_input():
         spin.Heisenberg(hi, Jz=1.0)
     with pytest.raises(attnphys.Error, match="not finite"):
         spin.SR(diag_shift=float("nan"))
+    with pytest.raises(spin.OptionError, match=r"expected one of double, mixed"):
+        spin.SR(precision="half")
     # A choice is checked against the names the C++ declares (the same list the CLI's --help shows).
     with pytest.raises(spin.OptionError, match=r"attention = 'softmax': expected one of factored, dense"):
         spin.Transformer(attention="softmax")

@@ -489,3 +489,75 @@ TEST(VmcDriver, NanEnergyStopsWithAClearMessage) {
     EXPECT_NE(std::string(e.what()).find("nan"), std::string::npos) << e.what();
   }
 }
+
+// The mixed-precision solve (single-precision Gram matrix and Cholesky as the preconditioner of conjugate gradients
+// on the double system) gives the double solve's δ, in both forms, with and without counts, on a Jacobian whose
+// columns span four decades (the single-precision factor alone is then far from the solution); a singular system
+// that the single-precision factor cannot solve falls back to the double path (and its pseudo-inverse).
+TEST(StochasticReconfiguration, MixedPrecisionSolveMatchesTheDoubleSolve) {
+  for (auto [M, P] : std::vector<std::pair<long, long>>{{300, 700}, {400, 300}}) {
+    View2<double> ore("ore", M, P), oim("oim", M, P);
+    View1<double> ere("ere", M), eim("eim", M), d1("d1", P), d2("d2", P), counts("counts", M);
+    fill_normal(ore, 1, 21);
+    fill_normal(oim, 1, 22);
+    fill_normal(ere, 1, 23);
+    fill_normal(eim, 1, 24);
+    {
+      auto a = Kokkos::create_mirror_view(ore), b = Kokkos::create_mirror_view(oim);
+      auto c = Kokkos::create_mirror_view(counts);
+      Kokkos::deep_copy(a, ore);
+      Kokkos::deep_copy(b, oim);
+      for (long m = 0; m < M; ++m) {
+        c(m) = double(1 + m % 3);
+        for (long k = 0; k < P; ++k) {
+          const double s = std::pow(10.0, -4.0 * double(k) / double(P));
+          a(m, k) *= s;
+          b(m, k) *= s;
+        }
+      }
+      Kokkos::deep_copy(ore, a);
+      Kokkos::deep_copy(oim, b);
+      Kokkos::deep_copy(counts, c);
+    }
+    for (const bool weighted : {false, true}) {
+      const View1<const double> w = weighted ? View1<const double>(counts) : View1<const double>();
+      for (double shift : {1e-2, 1e-4}) {
+        const auto id = sr_direction<double>(ore, oim, ere, eim, shift, SrForm::Auto, 1e-12, d1, View1<double>(), w,
+                                             SrPrecision::Double);
+        const auto im = sr_direction<double>(ore, oim, ere, eim, shift, SrForm::Auto, 1e-12, d2, View1<double>(), w,
+                                             SrPrecision::Mixed);
+        EXPECT_EQ(id.form, im.form);
+        EXPECT_EQ(id.refinements, 0);
+        EXPECT_GE(im.refinements, 2) << "the single-precision factor alone should not reach 1e-10 here";
+        EXPECT_LE(im.residual, 1e-10);
+        EXPECT_FALSE(im.used_pinv);
+        auto h1 = to_host(d1), h2 = to_host(d2);
+        double diff = 0, norm = 0;
+        for (long k = 0; k < P; ++k) {
+          diff += (h1(k) - h2(k)) * (h1(k) - h2(k));
+          norm += h1(k) * h1(k);
+        }
+        EXPECT_LE(std::sqrt(diff), 1e-8 * std::sqrt(norm)) << M << "x" << P << " shift " << shift << " counts "
+                                                           << weighted;
+      }
+    }
+  }
+  // No shift and fewer samples than parameters in the P×P form: S is singular, the single-precision Cholesky fails or
+  // conjugate gradients cannot reach the tolerance, and the double path's pseudo-inverse gives the answer.
+  const long M = 10, P = 40;
+  View2<double> ore("ore", M, P), oim("oim", M, P);
+  View1<double> ere("ere", M), eim("eim", M), d1("d1", P), d2("d2", P);
+  fill_normal(ore, 1, 31);
+  fill_normal(oim, 1, 32);
+  fill_normal(ere, 1, 33);
+  fill_normal(eim, 1, 34);
+  const auto id = sr_direction<double>(ore, oim, ere, eim, 0.0, SrForm::Pxp, 1e-12, d1, View1<double>(),
+                                       View1<const double>(), SrPrecision::Double);
+  const auto im = sr_direction<double>(ore, oim, ere, eim, 0.0, SrForm::Pxp, 1e-12, d2, View1<double>(),
+                                       View1<const double>(), SrPrecision::Mixed);
+  EXPECT_TRUE(id.used_pinv);
+  EXPECT_EQ(im.refinements, 0);
+  EXPECT_TRUE(im.used_pinv);
+  auto h1 = to_host(d1), h2 = to_host(d2);
+  for (long k = 0; k < P; ++k) EXPECT_DOUBLE_EQ(h1(k), h2(k));
+}

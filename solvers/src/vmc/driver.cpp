@@ -20,6 +20,9 @@ void VmcOptions::declare(OptionSet& s, const std::string& p) {
   s.add(p + ".diag_shift_final", &diag_shift_final, "final SR diagonal shift", Range::non_negative());
   s.add(p + ".diag_shift_steps", &diag_shift_steps, "iterations of the diagonal-shift decay", Range::at_least(1));
   s.add(p + ".rcond", &rcond, "pseudo-inverse cut-off", Range::positive());
+  s.add(p + ".sr_precision", &sr_precision,
+        "SR solve: double, or mixed (a single-precision Gram matrix and Cholesky precondition conjugate gradients "
+        "on the double system, to a 1e-10 relative residual; the double solve when that fails)");
   s.add(p + ".chunk_size", &chunk_size, "samples per model evaluation", Range::at_least(1));
   s.add(p + ".merge_duplicates", &merge_duplicates,
         "SR sees each distinct sample once, weighted by how often it was drawn (the same update, a smaller system)");
@@ -347,7 +350,8 @@ VmcStep VmcDriver<T>::step() {
     SrInfo info;
     if (!(try_holomorphic &&
           sr_direction_holomorphic<T>(ore, oim, ere, eim, out.diag_shift, holomorphic_, delta_, info)))
-      info = sr_direction<T>(ore, oim, ere, eim, out.diag_shift, form, opt_.rcond, delta_, View1<T>(), counts);
+      info = sr_direction<T>(ore, oim, ere, eim, out.diag_shift, form, opt_.rcond, delta_, View1<T>(), counts,
+                             opt_.sr_precision);
     out.grad_norm = info.grad_norm;
     out.used_pinv = info.used_pinv;
     const auto p = buf.params();

@@ -21,6 +21,9 @@ void ssyrk_(const char* uplo, const char* trans, const int* n, const int* k, con
             const int* lda, const float* beta, float* c, const int* ldc);
 void dtrsv_(const char* uplo, const char* trans, const char* diag, const int* n, const double* a, const int* lda,
             double* x, const int* incx);
+void spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info);
+void strsv_(const char* uplo, const char* trans, const char* diag, const int* n, const float* a, const int* lda,
+            float* x, const int* incx);
 void zherk_(const char* uplo, const char* trans, const int* n, const int* k, const double* alpha, const void* a,
             const int* lda, const double* beta, void* c, const int* ldc);
 void zpotrf_(const char* uplo, const int* n, void* a, const int* lda, int* info);
@@ -90,6 +93,43 @@ Eigen::VectorXd spd_solve(double* a, long n, const Eigen::VectorXd& b, double sh
   return es.eigenvectors() * c;
 }
 
+// Matrix-vector products with the row-major X [rows, cols] (one column of a gemm; a BLAS gemm with one column packs
+// both operands and ran at a fifth of the memory bandwidth here). Each output is summed by one thread in a fixed
+// order, so the result does not depend on the thread count. x_times: y = X v; xt_times: u = Xᵀ w.
+template <class T>
+void x_times(const View2<T>& X, const View2<T>& v, const View2<T>& y) {
+  const long rows = X.extent(0), cols = X.extent(1);
+  attnphys::parallel_for(
+      "attnphys::sr_x_times", rows, KOKKOS_LAMBDA(const long r) {
+        constexpr int L = 8;
+        double acc[L] = {0, 0, 0, 0, 0, 0, 0, 0};
+        long k = 0;
+        for (; k + L <= cols; k += L)
+          for (int l = 0; l < L; ++l) acc[l] += double(X(r, k + l)) * double(v(k + l, 0));
+        double t = 0;
+        for (; k < cols; ++k) t += double(X(r, k)) * double(v(k, 0));
+        for (int l = 0; l < L; ++l) t += acc[l];
+        y(r, 0) = T(t);
+      }, 16);
+}
+
+template <class T>
+void xt_times(const View2<T>& X, const View2<T>& w, const View2<T>& u) {
+  const long rows = X.extent(0), cols = X.extent(1);
+  constexpr long kBlock = 128;  // columns per work item, accumulated over the rows in order
+  attnphys::parallel_for(
+      "attnphys::sr_xt_times", (cols + kBlock - 1) / kBlock, KOKKOS_LAMBDA(const long q) {
+        const long k0 = q * kBlock, n = k0 + kBlock < cols ? kBlock : cols - k0;
+        double acc[kBlock];
+        for (long j = 0; j < n; ++j) acc[j] = 0;
+        for (long r = 0; r < rows; ++r) {
+          const double wr = double(w(r, 0));
+          for (long j = 0; j < n; ++j) acc[j] += wr * double(X(r, k0 + j));
+        }
+        for (long j = 0; j < n; ++j) u(k0 + j, 0) = T(acc[j]);
+      });
+}
+
 // Host double copy of a symmetric [n, n] view (the view's own storage when it already is host double).
 template <class T>
 double* host_square(const View2<T>& v, std::vector<double>& own) {
@@ -112,10 +152,20 @@ struct SrWork {
   View2<T> X, eps, F, K, y, D;
   Kokkos::View<double*, MemSpace> mean_re, mean_im;
   View1<T> sx, seps, sk, sy;  // storage of X, eps, K, y
+  View2<float> Xf, Kf;         // mixed precision: X and the kernel in single precision
+  View1<float> sxf, skf;
   long M = -1, P = -1;
   bool pxp = false;
-  static void grow(View1<T>& v, long n, const char* label) {
-    if (long(v.extent(0)) < n) v = View1<T>(std::string(label), n);
+  template <class U>
+  static void grow(View1<U>& v, long n, const char* label) {
+    if (long(v.extent(0)) < n) v = View1<U>(std::string(label), n);
+  }
+  void ensure_single() {
+    const long nk = pxp ? P : 2 * M;
+    grow(sxf, 2 * M * P, "attnphys::sr_x_single");
+    grow(skf, nk * nk, "attnphys::sr_kernel_single");
+    Xf = View2<float>(sxf.data(), 2 * M, P);
+    Kf = View2<float>(skf.data(), nk, nk);
   }
   void ensure(long m, long p, bool use_pxp) {
     if (m == M && p == P && use_pxp == pxp) return;
@@ -157,7 +207,8 @@ SrWork<T>& sr_work() {
 template <class T>
 SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, const View1<const T>& e_re,
                     const View1<const T>& e_im, double diag_shift, SrForm form, double rcond,
-                    const View1<T>& delta, const View1<T>& gradient, const View1<const T>& counts) {
+                    const View1<T>& delta, const View1<T>& gradient, const View1<const T>& counts,
+                    SrPrecision precision) {
   ScopedRegion region("attnphys::sr_direction");
   const long M = o_re.extent(0), P = o_re.extent(1);
   require(M >= 1 && o_im.extent(0) == std::size_t(M) && o_im.extent(1) == std::size_t(P) &&
@@ -184,7 +235,11 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
   // Centre and stack.
   auto& work = sr_work<T>();
   work.ensure(M, P, info.form == SrForm::Pxp);
+  // Mixed precision applies to the double solve (a float T solves in float as before).
+  const bool mixed = precision == SrPrecision::Mixed && std::is_same_v<T, double>;
+  if (mixed) work.ensure_single();
   const auto X = work.X, eps = work.eps;
+  const auto Xf = work.Xf;
   const double inv_sqrt_m = 1.0 / std::sqrt(double(M));
   // Column means ⟨O_k⟩ (summed over m in order, in double), then X row by row (contiguous in k).
   const auto mean_re = work.mean_re, mean_im = work.mean_im;
@@ -205,13 +260,20 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
         }
       }, 64);
   // Row m scaled by √(count_m / total) (1/√M without counts).
-  Kokkos::parallel_for(
-      "attnphys::sr_center", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {M, P}),
-      KOKKOS_LAMBDA(const long m, const long k) {
+  attnphys::parallel_for(
+      "attnphys::sr_center", M, KOKKOS_LAMBDA(const long m) {
         const double w = weighted ? math::sqrt(double(counts(m)) / total) : inv_sqrt_m;
-        X(m, k) = T((double(o_re(m, k)) - mean_re(k) / total) * w);
-        X(M + m, k) = T((double(o_im(m, k)) - mean_im(k) / total) * w);
-      });
+        for (long k = 0; k < P; ++k) {
+          const T re = T((double(o_re(m, k)) - mean_re(k) / total) * w);
+          const T im = T((double(o_im(m, k)) - mean_im(k) / total) * w);
+          X(m, k) = re;
+          X(M + m, k) = im;
+          if (mixed) {
+            Xf(m, k) = float(re);
+            Xf(M + m, k) = float(im);
+          }
+        }
+      }, 8);
   double er = 0, ei = 0;
   Kokkos::parallel_reduce(
       "attnphys::sr_mean_e", Kokkos::RangePolicy<ExecSpace>(0, M),
@@ -230,7 +292,7 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
         eps(M + m, 0) = T((double(e_im(m)) - ei) * w);
       }, 4096);
   const auto F = work.F;
-  gemm('T', 'N', T(1), X, eps, T(0), F);
+  xt_times<T>(X, eps, F);
   {
     auto hf = to_host(F);
     double g2 = 0;
@@ -261,11 +323,11 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
   auto apply = [&](const Eigen::VectorXd& x) -> Eigen::VectorXd {
     to_view(x, in);
     if (pxp) {
-      gemm('N', 'N', T(1), X, in, T(0), mid);  // X v [2M]
-      gemm('T', 'N', T(1), X, mid, T(0), in);  // Xᵀ X v [P]
+      x_times<T>(X, in, mid);   // X v [2M]
+      xt_times<T>(X, mid, in);  // Xᵀ X v [P]
     } else {
-      gemm('T', 'N', T(1), X, in, T(0), mid);  // Xᵀ v [P]
-      gemm('N', 'N', T(1), X, mid, T(0), in);  // X Xᵀ v [2M]
+      xt_times<T>(X, in, mid);  // Xᵀ v [P]
+      x_times<T>(X, mid, in);   // X Xᵀ v [2M]
     }
     return from_view(in, n_sys) + diag_shift * x;
   };
@@ -275,17 +337,72 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
     const double* k = host_square(work.K, own2);
     if (k != a) std::copy(k, k + n_sys * n_sys, a);
   };
-  gram<T>(X, work.K, !pxp);
   const Eigen::VectorXd rhs = pxp ? from_view(F, P) : from_view(eps, 2 * M);
-  double* a = host_square(work.K, own);
-  const Eigen::VectorXd sol = spd_solve(a, n_sys, rhs, diag_shift, rcond, info.used_pinv, apply, refill);
+  Eigen::VectorXd sol;
+  bool solved = false;
+  if (mixed) {
+    // (K + λ) in single precision (syrk, shift, Cholesky) as the preconditioner of conjugate gradients on the
+    // double system, whose products use the double X (apply), until ‖b − (K + λ) x‖ ≤ 1e-10 ‖b‖ for the residual
+    // recomputed from x at the end. The preconditioned matrix differs from the identity by about cond · ε_single,
+    // so a few steps suffice; a failed factorisation, a breakdown, or no convergence in 20 steps leaves it to the
+    // double solve.
+    gram<float>(Xf, work.Kf, !pxp);
+    auto hk = to_host(work.Kf);
+    float* kf = hk.data();
+    for (long i = 0; i < n_sys; ++i) kf[i * n_sys + i] += float(diag_shift);
+    const int nn = int(n_sys), one = 1;
+    int fail = 0;
+    const char upper = 'U', trans = 'T', notrans = 'N', nonunit = 'N';
+    spotrf_(&upper, &nn, kf, &nn, &fail);
+    const double bnorm = rhs.norm();
+    std::vector<float> zf(static_cast<std::size_t>(n_sys));
+    auto precondition = [&](const Eigen::VectorXd& r) {
+      const double scale = std::max(r.cwiseAbs().maxCoeff(), 1e-300);  // float's range is never the limit
+      for (long i = 0; i < n_sys; ++i) zf[i] = float(r[i] / scale);
+      strsv_(&upper, &trans, &nonunit, &nn, kf, &nn, zf.data(), &one);
+      strsv_(&upper, &notrans, &nonunit, &nn, kf, &nn, zf.data(), &one);
+      Eigen::VectorXd z(n_sys);
+      for (long i = 0; i < n_sys; ++i) z[i] = scale * double(zf[i]);
+      return z;
+    };
+    if (fail == 0 && bnorm > 0 && std::isfinite(bnorm)) {
+      Eigen::VectorXd x = Eigen::VectorXd::Zero(n_sys), r = rhs, z = precondition(r), p = z;
+      double rz = r.dot(z);
+      for (int step = 1; step <= 20 && std::isfinite(rz) && rz > 0; ++step) {
+        const Eigen::VectorXd q = apply(p);
+        const double pq = p.dot(q);
+        if (!(pq > 0)) break;
+        const double alpha = rz / pq;
+        x += alpha * p;
+        r -= alpha * q;
+        info.refinements = step;
+        if (r.norm() <= 1e-10 * bnorm) {
+          const Eigen::VectorXd true_r = rhs - apply(x);  // minsr: this last apply leaves δ = Xᵀ x in D
+          info.residual = true_r.norm() / bnorm;
+          solved = info.residual <= 1e-10;
+          break;
+        }
+        z = precondition(r);
+        const double rz_next = r.dot(z);
+        p = z + (rz_next / rz) * p;
+        rz = rz_next;
+      }
+      if (solved) sol = x;
+    }
+    if (!solved) info.refinements = 0;
+  }
+  if (!solved) {
+    gram<T>(X, work.K, !pxp);
+    double* a = host_square(work.K, own);
+    sol = spd_solve(a, n_sys, rhs, diag_shift, rcond, info.used_pinv, apply, refill);
+  }
   Eigen::VectorXd d;
   if (pxp) {
     d = sol;
   } else {  // δ = Xᵀ y (the check already left it in D when the Cholesky solution was taken)
     if (info.used_pinv) {
       to_view(sol, work.y);
-      gemm('T', 'N', T(1), X, work.y, T(0), work.D);
+      xt_times<T>(X, work.y, work.D);
     }
     d = from_view(work.D, P);
   }
@@ -334,11 +451,12 @@ template void merge_duplicate_samples<double>(const View2<const double>&, std::v
 
 template SrInfo sr_direction<float>(const View2<const float>&, const View2<const float>&, const View1<const float>&,
                                     const View1<const float>&, double, SrForm, double,
-                                    const View1<float>&, const View1<float>&, const View1<const float>&);
+                                    const View1<float>&, const View1<float>&, const View1<const float>&,
+                                    SrPrecision);
 template SrInfo sr_direction<double>(const View2<const double>&, const View2<const double>&,
                                      const View1<const double>&, const View1<const double>&, double,
                                      SrForm, double, const View1<double>&, const View1<double>&,
-                                     const View1<const double>&);
+                                     const View1<const double>&, SrPrecision);
 
 HolomorphicPairs holomorphic_pairs(const std::vector<ComplexBlock>& blocks, long n_parameters) {
   HolomorphicPairs out;

@@ -51,6 +51,7 @@ struct VmcOptions {
   double diag_shift_final = 1e-4;
   long diag_shift_steps = 300;   // ... to diag_shift_final over this many iterations
   double rcond = 1e-12;          // pseudo-inverse cut-off (relative)
+  SrPrecision sr_precision = SrPrecision::Mixed;  // single-precision Gram + Cholesky refined in double (sr.hpp)
   long chunk_size = 1024;        // samples per model evaluation
   bool merge_duplicates = true;  // SR sees each distinct sample once, weighted by its count (the same update)
   long n_iter = 300;

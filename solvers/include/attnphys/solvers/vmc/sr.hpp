@@ -22,6 +22,14 @@ namespace attnphys::vmc {
 // pxp: solve in parameter space (P x P); minsr: in sample space (2M x 2M); auto: minsr when P > 2M.
 enum class SrForm { Auto, Pxp, Minsr };
 
+// How the SR system is solved. double: the Gram matrix, its Cholesky factor and the solve in double precision.
+// mixed: the Gram matrix and its Cholesky factor in single precision (half the time of the two double BLAS calls,
+// which are most of an SR step) precondition conjugate gradients on the double system, whose products use the
+// double X, until the relative residual recomputed from the solution is at most 1e-10 (the double solve's own,
+// within rounding); a failed single-precision factorisation, a breakdown or 20 steps without convergence leave it
+// to the double solve. The result never rests on the single-precision rounding.
+enum class SrPrecision { Double, Mixed };
+
 }  // namespace attnphys::vmc
 
 namespace attnphys {
@@ -29,6 +37,11 @@ template <>
 struct EnumNames<vmc::SrForm> {
   static constexpr EnumName<vmc::SrForm> values[] = {
       {vmc::SrForm::Auto, "auto"}, {vmc::SrForm::Pxp, "pxp"}, {vmc::SrForm::Minsr, "minsr"}};
+};
+template <>
+struct EnumNames<vmc::SrPrecision> {
+  static constexpr EnumName<vmc::SrPrecision> values[] = {{vmc::SrPrecision::Double, "double"},
+                                                          {vmc::SrPrecision::Mixed, "mixed"}};
 };
 }  // namespace attnphys
 
@@ -39,6 +52,8 @@ struct SrInfo {
   bool used_pinv = false;
   double grad_norm = 0;   // ‖2F‖
   bool holomorphic = false;  // solved as the complex K×K system of a holomorphic ansatz (sr_direction_holomorphic)
+  int refinements = 0;       // mixed precision: conjugate-gradient steps taken (0: the double solve ran)
+  double residual = 0;       // mixed precision: ‖(K + λ) x − b‖ / ‖b‖ of the solution returned
 };
 
 // form: pxp, minsr or auto (minsr when P > 2M). o_re/o_im [M, P], e_re/e_im [M]; delta [P] receives δ,
@@ -49,7 +64,8 @@ template <class T>
 SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, const View1<const T>& e_re,
                     const View1<const T>& e_im, double diag_shift, SrForm form, double rcond,
                     const View1<T>& delta, const View1<T>& gradient = View1<T>(),
-                    const View1<const T>& counts = View1<const T>());
+                    const View1<const T>& counts = View1<const T>(),
+                    SrPrecision precision = SrPrecision::Double);
 
 // The distinct rows of samples [M, N] in order of first occurrence: first[u] is the row of distinct sample u,
 // count[u] how often it occurs. Exact comparison of the rows (spins are ±1).
