@@ -116,7 +116,7 @@ void x_times(const View2<T>& X, const View2<T>& v, const View2<T>& y) {
 template <class T>
 void xt_times(const View2<T>& X, const View2<T>& w, const View2<T>& u) {
   const long rows = X.extent(0), cols = X.extent(1);
-  constexpr long kBlock = 128;  // columns per work item, accumulated over the rows in order
+  constexpr long kBlock = 64;  // columns per work item, accumulated over the rows in order
   attnphys::parallel_for(
       "attnphys::sr_xt_times", (cols + kBlock - 1) / kBlock, KOKKOS_LAMBDA(const long q) {
         const long k0 = q * kBlock, n = k0 + kBlock < cols ? kBlock : cols - k0;
@@ -349,7 +349,20 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
     gram<float>(Xf, work.Kf, !pxp);
     auto hk = to_host(work.Kf);
     float* kf = hk.data();
-    for (long i = 0; i < n_sys; ++i) kf[i * n_sys + i] += float(diag_shift);
+    // Equilibrated first (D⁻¹ (K + λ) D⁻¹ with unit diagonal): the single-precision Cholesky's error then follows
+    // the condition number of the scaled matrix, often far smaller than that of K + λ when the rows of X differ in
+    // size (one large |O| sample). Only the upper triangle is touched (syrk wrote nothing below it).
+    Eigen::VectorXd dinv(n_sys);
+    for (long i = 0; i < n_sys; ++i) {
+      const double dii = double(kf[i * n_sys + i]) + diag_shift;
+      dinv[i] = dii > 0 ? 1.0 / std::sqrt(dii) : 1.0;
+    }
+    attnphys::parallel_for(
+        "attnphys::sr_equilibrate", n_sys, [&](const long j) {
+          float* col = kf + j * n_sys;
+          for (long i = 0; i < j; ++i) col[i] = float(double(col[i]) * dinv[i] * dinv[j]);
+          col[j] = float((double(col[j]) + diag_shift) * dinv[j] * dinv[j]);
+        }, 16);
     const int nn = int(n_sys), one = 1;
     int fail = 0;
     const char upper = 'U', trans = 'T', notrans = 'N', nonunit = 'N';
@@ -357,12 +370,13 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
     const double bnorm = rhs.norm();
     std::vector<float> zf(static_cast<std::size_t>(n_sys));
     auto precondition = [&](const Eigen::VectorXd& r) {
-      const double scale = std::max(r.cwiseAbs().maxCoeff(), 1e-300);  // float's range is never the limit
-      for (long i = 0; i < n_sys; ++i) zf[i] = float(r[i] / scale);
+      const Eigen::VectorXd rs = dinv.cwiseProduct(r);
+      const double scale = std::max(rs.cwiseAbs().maxCoeff(), 1e-300);  // float's range is never the limit
+      for (long i = 0; i < n_sys; ++i) zf[i] = float(rs[i] / scale);
       strsv_(&upper, &trans, &nonunit, &nn, kf, &nn, zf.data(), &one);
       strsv_(&upper, &notrans, &nonunit, &nn, kf, &nn, zf.data(), &one);
       Eigen::VectorXd z(n_sys);
-      for (long i = 0; i < n_sys; ++i) z[i] = scale * double(zf[i]);
+      for (long i = 0; i < n_sys; ++i) z[i] = scale * double(zf[i]) * dinv[i];
       return z;
     };
     if (fail == 0 && bnorm > 0 && std::isfinite(bnorm)) {
