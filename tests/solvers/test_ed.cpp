@@ -153,6 +153,28 @@ TEST(ExactDiagonalization, HeisenbergBetheAnsatzValues) {
   EXPECT_FALSE(reference_energy(chain("heisenberg", 16, "open")).has_value());
 }
 
+// The Bethe-ansatz energy of the periodic chain equals ED for n = 2 mod 4 and 0 mod 4 (the two kinds of quantum
+// numbers), for xxz at Δ = 1 and j1j2 at j2 = 0 too, and the n = 100 ring's value (DMRG-free reference of the
+// VMC run at that size; the bulk limit 1/4 − ln 2 per site is approached as −πv/(6n²), v = π/2).
+TEST(ExactDiagonalization, HeisenbergRingFromTheBetheAnsatz) {
+  for (int n : {4, 6, 10, 12, 14, 18}) {
+    const auto ed = exact_ground_state(chain("heisenberg", n, "periodic", 1.7));
+    const auto ref = reference_energy(chain("heisenberg", n, "periodic", 1.7));
+    ASSERT_TRUE(ref.has_value()) << n;
+    EXPECT_NEAR(*ref, ed.energies[0], 1e-10) << n;
+  }
+  EXPECT_NEAR(*reference_energy(chain("heisenberg", 20, "periodic")), -8.9043865299, 1e-9);
+  EXPECT_NEAR(*reference_energy(chain("xxz", 10, "periodic")), exact_ground_state(chain("xxz", 10, "periodic")).energies[0], 1e-10);
+  EXPECT_NEAR(*reference_energy(chain("j1j2", 10, "periodic", 1, 1, 1, 0.0)),
+              exact_ground_state(chain("j1j2", 10, "periodic", 1, 1, 1, 0.0)).energies[0], 1e-10);
+  const double e100 = heisenberg_energy_periodic(100, 1.0);
+  EXPECT_NEAR(e100, -44.3229570751, 1e-8);
+  EXPECT_NEAR(e100 / 100, 0.25 - std::log(2.0) - M_PI * M_PI / (12 * 100.0 * 100.0), 1e-6);
+  EXPECT_FALSE(reference_energy(chain("heisenberg", 11, "periodic")).has_value());
+  EXPECT_FALSE(reference_energy(chain("heisenberg", 10, "periodic", -1.0)).has_value());
+  EXPECT_FALSE(reference_energy(chain("xxz", 10, "periodic", 1, 1, 0.5)).has_value());
+}
+
 TEST(ExactDiagonalization, MajumdarGhoshPoint) {
   for (const char* bc : {"periodic", "open"})
     for (int n : {8, 12, 14}) {

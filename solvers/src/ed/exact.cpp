@@ -1,5 +1,6 @@
 #include "attnphys/solvers/ed/exact.hpp"
 
+#include <Eigen/Dense>
 #include <Kokkos_Core.hpp>
 #include <chrono>
 #include <cmath>
@@ -183,6 +184,60 @@ double tfim_energy_periodic(int n, double J, double h) {
   return best;
 }
 
+double heisenberg_energy_periodic(int n, double J) {
+  require(n >= 2 && n % 2 == 0 && J > 0, "heisenberg_energy_periodic: needs an even n >= 2 and J > 0, got n = ", n,
+          ", J = ", J);
+  // Bethe ansatz (Bethe 1931; e.g. Karbach & Müller, Computers in Physics 11, 36 (1997)): M = n/2 real rapidities
+  // with n·atan(2λ_j) = π I_j + Σ_k atan(λ_j − λ_k), the ground state's quantum numbers I_j = −(M−1)/2, …, (M−1)/2,
+  // and E = J (n/4 − Σ_j 2 / (4λ_j² + 1)). Newton's method from λ_j = tan(π I_j / n) / 2 (the roots without the
+  // scattering term); the Jacobian is dense M × M.
+  const int M = n / 2;
+  Eigen::VectorXd I(M), lam(M);
+  for (int j = 0; j < M; ++j) {
+    I[j] = j - 0.5 * (M - 1);
+    lam[j] = 0.5 * std::tan(M_PI * I[j] / n);
+  }
+  auto residual = [&](const Eigen::VectorXd& l) {
+    Eigen::VectorXd f(M);
+    for (int j = 0; j < M; ++j) {
+      double s = 0;
+      for (int k = 0; k < M; ++k) s += std::atan(l[j] - l[k]);
+      f[j] = n * std::atan(2 * l[j]) - M_PI * I[j] - s;
+    }
+    return f;
+  };
+  Eigen::VectorXd f = residual(lam);
+  for (int it = 0; it < 100 && f.cwiseAbs().maxCoeff() > 1e-13 * n; ++it) {
+    Eigen::MatrixXd Jm(M, M);
+    for (int j = 0; j < M; ++j) {
+      double diag = 2.0 * n / (1 + 4 * lam[j] * lam[j]);
+      for (int k = 0; k < M; ++k) {
+        if (k == j) continue;
+        const double d = lam[j] - lam[k], g = 1 / (1 + d * d);
+        diag -= g;
+        Jm(j, k) = g;
+      }
+      Jm(j, j) = diag;
+    }
+    const Eigen::VectorXd step = Jm.partialPivLu().solve(f);
+    // Damped when a full step would not reduce the residual (far from the roots, atan saturates).
+    double t = 1;
+    Eigen::VectorXd next = lam - step, fn = residual(next);
+    while (fn.norm() > f.norm() && t > 1e-4) {
+      t *= 0.5;
+      next = lam - t * step;
+      fn = residual(next);
+    }
+    lam = next;
+    f = fn;
+  }
+  require(f.cwiseAbs().maxCoeff() <= 1e-9 * n, "heisenberg_energy_periodic: the Bethe equations for n = ", n,
+          " did not converge (residual ", f.cwiseAbs().maxCoeff(), ")");
+  double e = 0.25 * n;
+  for (int j = 0; j < M; ++j) e -= 2 / (4 * lam[j] * lam[j] + 1);
+  return J * e;
+}
+
 void EdOptions::declare(OptionSet& s, const std::string& p) {
   s.add(p + ".n_states", &n_states, "number of lowest eigenvalues", Range::at_least(1));
   s.add(p + ".tol", &tol, "Lanczos residual tolerance", Range::positive());
@@ -196,6 +251,9 @@ std::optional<double> reference_energy(const spin::ChainModel& m) {
     return m.periodic() ? tfim_energy_periodic(m.n, m.J, m.h) : tfim_energy_open(m.n, m.J, m.h);
   if (m.model == spin::ModelKind::J1J2 && m.J > 0 && std::abs(m.j2 - m.J / 2) < 1e-14 * std::abs(m.J) && m.n % 2 == 0)
     return -3.0 * m.n * m.J / 8.0;
+  const bool isotropic = m.model == spin::ModelKind::Heisenberg || (m.model == spin::ModelKind::Xxz && m.delta == 1.0) ||
+                         (m.model == spin::ModelKind::J1J2 && m.j2 == 0.0);
+  if (isotropic && m.periodic() && m.J > 0 && m.n % 2 == 0 && m.n >= 4) return heisenberg_energy_periodic(m.n, m.J);
   return std::nullopt;
 }
 

@@ -65,8 +65,11 @@ EdResult diagonalize(const spin::SpinHamiltonian& H, const spin::ChainHilbert& s
 EdResult exact_ground_state(const spin::ChainModel& model, const EdOptions& options = {});
 
 // Closed forms: TFIM for any J, h (free fermions: OBC from the singular values of the N×N Lieb-Schultz-Mattis
-// matrix, PBC from both fermion-parity sectors); J1-J2 at j2 = J/2 > 0 with even n: −3nJ/8. Nothing otherwise.
+// matrix, PBC from both fermion-parity sectors); J1-J2 at j2 = J/2 > 0 with even n: −3nJ/8; the antiferromagnetic
+// Heisenberg ring (heisenberg, xxz at Δ = 1, j1j2 at j2 = 0; periodic, even n ≥ 4, J > 0) from the Bethe
+// ansatz. Nothing otherwise.
 std::optional<double> reference_energy(const spin::ChainModel& model);
+double heisenberg_energy_periodic(int n, double J);
 double tfim_energy_open(int n, double J, double h);
 double tfim_energy_periodic(int n, double J, double h);
 
