@@ -931,3 +931,32 @@ TEST(HeatDataChannels, ChannelListsComeFromTomlAndOverridesAndRoundTrip) {
   // Generated pairs: n = 0 becomes the 32-point default grid.
   EXPECT_EQ(resolve_heat_data(HeatDataOptions{}).n, 32);
 }
+
+// A file of ours whose sides differ (Dirichlet at x = 0, Neumann at x = L; written with bc = "mixed") keeps data.bc as
+// the grid's boundary type, and its physics note says so (it used to say "from the file").
+TEST(HeatDataFile, MixedBoundaryFileNamesDataBcAsTheSourceOfItsType) {
+  auto prob = problem_1d(1.0, "dirichlet");
+  prob.bc[0][1].type = heat::BcType::Neumann;
+  fd::HeatDatasetOptions o;
+  o.output = run_dir("data") + "/mixed.h5";
+  o.samples = 4;
+  o.nt = 2;
+  o.delta_t = kDelta;
+  o.seed = 5;
+  o.progress = false;
+  fd::HeatSolveOptions so;
+  so.method = fd::Method::Adi;
+  fd::write_heat_dataset(prob, ic_grf(), so, o, "");
+  HeatDataOptions d;
+  d.dim = 1;
+  d.n = kN;
+  d.n_train = 1, d.n_val = 1, d.n_test = 1;
+  d.file = o.output;
+  d.bc = heat::BcType::Neumann;
+  const HeatDataOptions r = resolve_heat_data(d);
+  EXPECT_FALSE(r.solver_physics);
+  ASSERT_TRUE(r.info);
+  EXPECT_TRUE(contains(r.info->physics_note, "different boundary types on different sides")) << r.info->physics_note;
+  EXPECT_TRUE(contains(r.info->physics_note, "boundary type 'neumann' from data.bc")) << r.info->physics_note;
+  EXPECT_EQ(r.bc, heat::BcType::Neumann);
+}

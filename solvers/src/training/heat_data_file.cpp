@@ -299,6 +299,7 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
   // advanced; else from the file.
   std::vector<std::string> why;
   f.bc = o.bc;
+  bool bc_from_file = false;  // the file's single boundary type replaced data.bc
   f.kappa = o.kappa;
   if (r.has_attr("/", "family")) {
     try {
@@ -316,9 +317,10 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
     if (!r.has_attr("/", "bc")) why.push_back("no 'bc' attribute (written by an older attnphys)");
     if (!r.has_attr("/", "kappa")) why.push_back("no 'kappa' attribute (written by an older attnphys)");
     if (r.has_attr("/", "bc")) {
-      if (const auto bc = file_bc_type(r.attr_string("/", "bc")))
+      if (const auto bc = file_bc_type(r.attr_string("/", "bc"))) {
         f.bc = *bc;
-      else  // "mixed"
+        bc_from_file = true;
+      } else  // "mixed": the sides differ, and the grid's type stays data.bc
         why.push_back("different boundary types on different sides");
     }
     if (why.empty()) {
@@ -349,7 +351,7 @@ HeatFileInfo inspect_heat_file(const HeatDataOptions& o) {
     f.physics_note = "data.file '" + path + "' has its physics from the file (" + w + "): box " + num(f.length) +
                      (f.dim >= 2 ? " x " + num(f.length_y) : "") + (f.dim == 3 ? " x " + num(f.length_z) : "") +
                      " from the coordinates, boundary type '" + enum_name(f.bc) + "'" +
-                     (f.attnphys && r.has_attr("/", "bc") ? " from the file" : " from data.bc") +
+                     (bc_from_file ? " from the file" : " from data.bc") +
                      (f.has_time ? "" : ", no time coordinates (snapshot spacing taken as 1)");
   }
 
