@@ -410,17 +410,21 @@ SrInfo sr_direction(const View2<const T>& o_re, const View2<const T>& o_im, cons
       const double dii = double(kf[i * n_sys + i]) + diag_shift;
       dinv[i] = dii > 0 ? 1.0 / std::sqrt(dii) : 1.0;
     }
-    attnphys::parallel_for(
-        "attnphys::sr_equilibrate", n_sys, [&](const long j) {
-          float* col = kf + j * n_sys;
-          for (long i = 0; i < j; ++i) col[i] = float(double(col[i]) * dinv[i] * dinv[j]);
-          col[j] = float((double(col[j]) + diag_shift) * dinv[j] * dinv[j]);
-        }, 16);
+    // kf is host memory (the kernel's host copy): the host pool may scale it only when the execution space is the
+    // host's; a device build scales its host copy in a plain loop.
+    auto scale_column = [&](const long j) {
+      float* col = kf + j * n_sys;
+      for (long i = 0; i < j; ++i) col[i] = float(double(col[i]) * dinv[i] * dinv[j]);
+      col[j] = float((double(col[j]) + diag_shift) * dinv[j] * dinv[j]);
+    };
+    if constexpr (std::is_same_v<MemSpace, Kokkos::HostSpace>)
+      attnphys::parallel_for("attnphys::sr_equilibrate", n_sys, scale_column, 16);
+    else
+      for (long j = 0; j < n_sys; ++j) scale_column(j);
     const int nn = int(n_sys), one = 1;
     int fail = 0;
     const char upper = 'U', trans = 'T', notrans = 'N', nonunit = 'N';
     spotrf_(&upper, &nn, kf, &nn, &fail);
-    const double bnorm = rhs.norm();
     std::vector<float> zf(static_cast<std::size_t>(n_sys));
     auto precondition = [&](const Eigen::VectorXd& r) {
       const Eigen::VectorXd rs = dinv.cwiseProduct(r);
