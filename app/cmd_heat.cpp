@@ -57,7 +57,7 @@ void run_heat_solve(const CommonFlags& flags) {
     w.commit();
   }
   if (Comm::world().is_root()) {
-    std::cout << "heat " << p.grid.dim << "D, " << so.method << ", " << sol.steps << " steps of dt <= " << sol.dt
+    std::cout << "heat " << p.grid.dim << "D, " << enum_name(so.method) << ", " << sol.steps << " steps of dt <= " << sol.dt
               << " to t = " << ro.t_end << " in " << seconds << " s; u in [" << lo << ", " << hi << "], mean "
               << sum / h.size() << "\n";
   }
@@ -65,7 +65,7 @@ void run_heat_solve(const CommonFlags& flags) {
     Json j = Json::object();
     j.set("command", "heat solve")
         .set("dim", p.grid.dim)
-        .set("method", so.method)
+        .set("method", enum_name(so.method))
         .set("t_end", ro.t_end)
         .set("steps", sol.steps)
         .set("dt", sol.dt)

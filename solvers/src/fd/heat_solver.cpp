@@ -195,7 +195,7 @@ HeatSolution solve(const heat::HeatProblem& problem, const View3<double>& u0, do
 }
 
 void HeatSolverOptions::declare(OptionSet& set, const std::string& section) {
-  set.add(section + ".method", &method, "time stepping: ftcs, cn (1D Crank-Nicolson) or adi", {"ftcs", "cn", "adi"});
+  set.add(section + ".method", &method, "time stepping: ftcs, cn (1D Crank-Nicolson) or adi");
   set.add(section + ".dt", &dt, "time step; 0 picks one whose time error stays below the space error",
           Range::non_negative());
   set.add(section + ".substep", &substep, "ftcs: split a step above the stability limit into stable sub-steps");
@@ -203,7 +203,7 @@ void HeatSolverOptions::declare(OptionSet& set, const std::string& section) {
 
 HeatSolveOptions HeatSolverOptions::to_solve_options() const {
   HeatSolveOptions o;
-  o.method = parse_method(method);
+  o.method = method;
   o.dt = dt;
   o.substep = substep;
   return o;

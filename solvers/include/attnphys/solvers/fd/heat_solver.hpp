@@ -118,7 +118,7 @@ HeatSolution solve(const heat::HeatProblem& problem, const View3<double>& u0, do
 
 // The solver section of configuration files and --set (attnphys heat solve / dataset).
 struct HeatSolverOptions {
-  std::string method = "adi";
+  Method method = Method::Adi;  // parsed where the option is read (ftcs | cn | adi)
   double dt = 0.0;
   bool substep = false;
   void declare(OptionSet& set, const std::string& section = "solver");
