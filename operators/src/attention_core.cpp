@@ -313,15 +313,20 @@ template <class T>
 constexpr int lanes() {
   return kVecBytes / int(sizeof(T));
 }
+// Unaligned, aliasing vector loads and stores of one whole vector: one 64-byte instruction each. (A 64-byte
+// memcpy was emitted as two 32-byte stores where GCC prefers 256-bit vectors, and the 64-byte load of the same
+// score chunk right after them then missed store forwarding.)
+template <class V>
+struct Unaligned {
+  typedef V type __attribute__((aligned(alignof(decltype(V{}[0]))), may_alias));
+};
 template <class V, class T>
 KOKKOS_FORCEINLINE_FUNCTION V load(const T* p) {
-  V v;
-  __builtin_memcpy(&v, p, sizeof(V));
-  return v;
+  return *reinterpret_cast<const typename Unaligned<V>::type*>(p);
 }
 template <class V, class T>
 KOKKOS_FORCEINLINE_FUNCTION void store(T* p, const V& v) {
-  __builtin_memcpy(p, &v, sizeof(V));
+  *reinterpret_cast<typename Unaligned<V>::type*>(p) = v;
 }
 constexpr long kKeys = 128;  // keys per block of the online softmax (a multiple of every lane count)
 
