@@ -350,30 +350,22 @@ KOKKOS_FORCEINLINE_FUNCTION T hsum(const V& v) {
   return t[0];
 }
 
-// fast_exp on one whole vector: the same operations as the scalar float fast_exp (layers.hpp), lane by lane, so
-// the exponentials of a score chunk stay in registers (a scalar loop into a stack array read back as one 64-byte
-// vector stalled on store forwarding: 29 % of the forward's samples on one store). double keeps math::exp per lane,
-// as the scalar version does, so double-precision gradient checks stay exact.
+// fast_exp on one whole vector: the scalar float fast_exp's polynomial (layers.hpp, fast_exp_poly) on all lanes at
+// once, so the exponentials of a score chunk stay in registers (a scalar loop into a stack array read back as one
+// 64-byte vector stalled on store forwarding: 29 % of the forward's samples on one store). double keeps math::exp
+// per lane, as the scalar version does, so double-precision gradient checks stay exact.
+}  // namespace fused
+template <>
+struct FastExpInt<fused::Simd<float>::type> {
+  typedef int type __attribute__((vector_size(sizeof(fused::Simd<float>::type))));
+  KOKKOS_FORCEINLINE_FUNCTION static type convert(const fused::Simd<float>::type& x) {
+    return __builtin_convertvector(x, type);
+  }
+};
+namespace fused {
 template <class V>
 KOKKOS_FORCEINLINE_FUNCTION V vexp(const V& x, float) {
-  typedef int IV __attribute__((vector_size(sizeof(V))));
-  const V t = x * 1.4426950408889634f;
-  const V kf = (t + 12582912.0f) - 12582912.0f;
-  IV n = __builtin_convertvector(kf, IV);
-  n = n < -127 ? IV{} - 127 : n;
-  n = n > 127 ? IV{} + 127 : n;
-  const V r = (x - kf * 0.693145751953125f) - kf * 1.428606765330187e-06f;
-  V p = V{} + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const IV bits = (n + 127) << 23;
-  V scale;
-  __builtin_memcpy(&scale, &bits, sizeof(V));
-  return p * scale;
+  return fast_exp_poly(x);
 }
 template <class V>
 KOKKOS_FORCEINLINE_FUNCTION V vexp(const V& x, double) {

@@ -64,26 +64,40 @@ void add_inplace(const Mat<T>& y, const ConstMat<T>& x);
 // exp for the softmax kernels: float uses a branch-free polynomial the compiler can vectorise (relative error
 // <= 3e-7 for x <= 88; exactly 0 below about -87.3; meant for softmax arguments x - max in [-1e6, 0]); double uses
 // the library exp so that double-precision gradient checks stay exact.
-KOKKOS_INLINE_FUNCTION double fast_exp(double x) { return math::exp(x); }
-KOKKOS_INLINE_FUNCTION float fast_exp(float x) {
-  const float t = x * 1.4426950408889634f;
-  const float kf = (t + 12582912.0f) - 12582912.0f;  // round to nearest without a branch (1.5 * 2^23)
-  int n = int(kf);
-  n = n < -127 ? -127 : n;  // integer clamps: 2^-127 is encoded as 0, so deep underflow gives exactly 0
-  n = n > 127 ? 127 : n;
-  const float r = (x - kf * 0.693145751953125f) - kf * 1.428606765330187e-06f;  // x - kf ln2, two-part ln2
-  float p = 1.0f / 720.0f;
+// fast_exp_poly is that polynomial for any F whose arithmetic is float's: float itself, or a vector of floats (the
+// fused attention kernels, attention_core.cpp, instantiate it on whole vectors). FastExpInt<F> names the integer type
+// of the same width and the rounding-free conversion; it is specialised for float here and for vectors where they
+// are used.
+template <class F>
+struct FastExpInt;
+template <>
+struct FastExpInt<float> {
+  typedef int type;
+  KOKKOS_INLINE_FUNCTION static int convert(float x) { return int(x); }
+};
+template <class F>
+KOKKOS_INLINE_FUNCTION F fast_exp_poly(F x) {
+  typedef typename FastExpInt<F>::type I;
+  const F t = x * 1.4426950408889634f;
+  const F kf = (t + 12582912.0f) - 12582912.0f;  // round to nearest without a branch (1.5 * 2^23)
+  I n = FastExpInt<F>::convert(kf);
+  n = n < -127 ? I{} - 127 : n;  // integer clamps: 2^-127 is encoded as 0, so deep underflow gives exactly 0
+  n = n > 127 ? I{} + 127 : n;
+  const F r = (x - kf * 0.693145751953125f) - kf * 1.428606765330187e-06f;  // x - kf ln2, two-part ln2
+  F p = F{} + 1.0f / 720.0f;
   p = p * r + 1.0f / 120.0f;
   p = p * r + 1.0f / 24.0f;
   p = p * r + 1.0f / 6.0f;
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const int bits = (n + 127) << 23;
-  float scale;
-  memcpy(&scale, &bits, sizeof(float));
+  const I bits = (n + 127) << 23;
+  F scale;
+  memcpy(&scale, &bits, sizeof(F));
   return p * scale;
 }
+KOKKOS_INLINE_FUNCTION double fast_exp(double x) { return math::exp(x); }
+KOKKOS_INLINE_FUNCTION float fast_exp(float x) { return fast_exp_poly(x); }
 
 // Views of a contiguous [rows, cols] block starting at p: used to re-view one buffer under another shape.
 template <class T>
