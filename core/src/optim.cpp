@@ -40,6 +40,9 @@ void ScheduleOptions::declare(OptionSet& set, const std::string& s) {
   set.add(s + ".warmup_steps", &warmup_steps, "linear warm-up steps", Range::non_negative());
   set.add(s + ".total_steps", &total_steps, "steps over which the cosine decays", Range::at_least(1));
   set.add(s + ".min_lr_ratio", &min_lr_ratio, "final lr / base lr", Range::closed(0, 1));
+  set.add(s + ".clock", &clock,
+          "what the cosine decays over: steps (schedule.total_steps) or time (the training's wall-clock budget, "
+          "train.max_seconds; the warm-up still counts steps)");
 }
 
 void ScheduleOptions::validate() const {
@@ -58,6 +61,14 @@ double scheduled_lr(const ScheduleOptions& s, double base, long step) {
   const double p = std::min(1.0, double(step - s.warmup_steps) / double(decay_steps));
   const double lo = s.min_lr_ratio * base;
   return lo + 0.5 * (base - lo) * (1.0 + std::cos(M_PI * p));
+}
+
+double scheduled_lr(const ScheduleOptions& s, double base, long step, double time_fraction) {
+  if (s.clock == ScheduleClock::Steps || s.kind == ScheduleKind::Constant) return scheduled_lr(s, base, step);
+  const double warm = step < s.warmup_steps ? double(step + 1) / double(s.warmup_steps) : 1.0;
+  const double p = std::isfinite(time_fraction) ? std::min(1.0, std::max(0.0, time_fraction)) : 1.0;
+  const double lo = s.min_lr_ratio * base;
+  return warm * (lo + 0.5 * (base - lo) * (1.0 + std::cos(M_PI * p)));
 }
 
 Optimizer::Optimizer(OptimizerOptions o) : opt_(std::move(o)) { opt_.validate(); }

@@ -540,7 +540,9 @@ class Trainer:
 
     optimizer: "adamw", "adam" or "sgd"; lr, weight_decay, clip_norm (gradient-norm clipping, 0: off).
     schedule: "cosine" (linear warm-up over warmup_steps, None: min(100, steps // 10), then a half cosine down to
-        min_lr_ratio * lr at the last step) or "constant". batch: samples per step; steps: optimizer steps;
+        min_lr_ratio * lr at the last step) or "constant". schedule_clock: "steps" (the cosine spans `steps`) or
+        "time" (it spans the wall-clock budget max_seconds, which must then be > 0; `steps` is an upper bound and
+        the warm-up still counts steps): equal-time comparisons with peers that schedule by time. batch: samples per step; steps: optimizer steps;
         max_seconds: a wall-clock budget (0: none). loss: "relative_l2" (mean over samples of ||pred - y|| / ||y||)
         or "relative_h1" (plus h1_weight times the same for the grid gradients; h1_weight default 1).
     seed: batch order. eval_every: steps between validations (fit(val=...)); patience: validations without
@@ -562,13 +564,14 @@ class Trainer:
     def __init__(self, model, optimizer="adamw", lr=3e-2, weight_decay=1e-4, schedule="cosine", warmup_steps=None,
                  batch=16, steps=3000, loss="relative_l2", seed=0, callback=None, *, clip_norm=1.0,
                  min_lr_ratio=0.02, eval_every=100, patience=0, h1_weight=None, max_seconds=0.0,
-                 restore_best=True, unroll=1, unroll_grad="full", unroll_warmup_steps=0, **unknown):
+                 restore_best=True, unroll=1, unroll_grad="full", unroll_warmup_steps=0, schedule_clock="steps",
+                 **unknown):
         w = "Trainer"
         if unknown:
             _unknown(w, unknown, ["optimizer", "lr", "weight_decay", "schedule", "warmup_steps", "batch", "steps",
                                   "loss", "seed", "callback", "clip_norm", "min_lr_ratio", "eval_every", "patience",
                                   "h1_weight", "max_seconds", "restore_best", "unroll", "unroll_grad",
-                                  "unroll_warmup_steps"])
+                                  "unroll_warmup_steps", "schedule_clock"])
         if not isinstance(model, Surrogate):
             raise Error(f"{w}: model must be an attnphys.operator.Surrogate, got {type(model).__name__}")
         if callback is not None and not callable(callback):
@@ -591,6 +594,7 @@ class Trainer:
                 "schedule.kind": {"cosine": "warmup_cosine", "constant": "constant"}[
                     _str(w, "schedule", schedule, ("cosine", "constant"))],
                 "schedule.min_lr_ratio": _float(w, "min_lr_ratio", min_lr_ratio, 0.0),
+                "schedule.clock": _str(w, "schedule_clock", schedule_clock, ("steps", "time")),
                 "train.unroll": _int(w, "unroll", unroll, 1),
                 "train.unroll_grad": _str(w, "unroll_grad", unroll_grad, ("full", "last")),
                 "train.unroll_warmup_steps": _int(w, "unroll_warmup_steps", unroll_warmup_steps, 0)}

@@ -107,6 +107,28 @@ TEST(Schedule, WarmupCosineShape) {
   EXPECT_THROW(s.validate(), Error);
 }
 
+// schedule.clock = time: the warm-up factor of the step times the half cosine at the elapsed fraction of the budget.
+TEST(Schedule, WarmupCosineOverTheWallClock) {
+  ScheduleOptions s;
+  s.kind = ScheduleKind::WarmupCosine;
+  s.warmup_steps = 10;
+  s.total_steps = 110;
+  s.min_lr_ratio = 0.1;
+  EXPECT_NEAR(scheduled_lr(s, 1.0, 60, 0.9), scheduled_lr(s, 1.0, 60), 1e-15);  // the steps clock ignores time
+  s.clock = ScheduleClock::Time;
+  EXPECT_NEAR(scheduled_lr(s, 1.0, 0, 0.0), 0.1, 1e-15);       // first warm-up step at the start of the budget
+  EXPECT_NEAR(scheduled_lr(s, 1.0, 4, 0.5), 0.5 * 0.55, 1e-12);  // half-way warm, half-way down the cosine
+  EXPECT_NEAR(scheduled_lr(s, 2.0, 5000, 0.5), 1.1, 1e-12);    // the step count no longer matters after warm-up
+  EXPECT_NEAR(scheduled_lr(s, 1.0, 60, 1.0), 0.1, 1e-15);
+  EXPECT_NEAR(scheduled_lr(s, 1.0, 60, 3.0), 0.1, 1e-15);      // past the budget: the floor
+  EXPECT_NEAR(scheduled_lr(s, 1.0, 60, -1.0), 1.0, 1e-15);
+  EXPECT_NEAR(scheduled_lr(s, 1.0, 60, NAN), 0.1, 1e-15);
+  EXPECT_NEAR(scheduled_lr(s, 1.0, 20, 0.25), 0.1 + 0.45 * (1 + std::cos(M_PI / 4)), 1e-12);
+  for (int i = 0; i < 100; ++i) EXPECT_GE(scheduled_lr(s, 1.0, 50, i / 100.0), scheduled_lr(s, 1.0, 50, (i + 1) / 100.0));
+  s.kind = ScheduleKind::Constant;
+  EXPECT_EQ(scheduled_lr(s, 0.3, 7, 0.8), 0.3);
+}
+
 TEST(ClipGradNorm, ScalesToTheThreshold) {
   ParameterBuffer<double> p;
   p.add("a", {2});

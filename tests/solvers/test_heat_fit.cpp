@@ -99,7 +99,19 @@ TEST(HeatModel, TrainsLikeRunHeatAndLoadsItsCheckpoint) {
     Kokkos::deep_copy(x, HostView2<const double>(in.data(), 4, 16));
     Kokkos::deep_copy(c, HostView2<const double>(loaded->grid().coords.data(), 16, 1));
     const auto p = host(loaded->predict(x, View3<double>("e", 4, 16, 0), c, View1<double>()));
-    EXPECT_EQ(p, ref);
+    // To float32 rounding, not bit for bit: the evaluation predicts the whole test split in one batch, and OpenBLAS'
+    // AVX2 (Haswell, Zen) sgemm kernels round a row differently with the batch size (measured here: up to ~1e-7
+    // of the field's scale; bit-identical under its AVX-512 kernels).
+    ASSERT_EQ(p.size(), ref.size());
+    double scale = 0, worst = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      scale = std::max(scale, std::abs(ref[i]));
+      worst = std::max(worst, std::abs(p[i] - ref[i]));
+    }
+    std::printf("[ %s: checkpoint vs evaluation, max |difference| %.3g of max |field| %.3g ]\n", kind.c_str(), worst,
+                scale);
+    EXPECT_LE(worst, 2e-6 * scale);
+    EXPECT_GT(scale, 0.05);
 
     // save -> load -> the same predictions.
     loaded->save(dir + "/again.h5");

@@ -388,13 +388,19 @@ FitResult fit_heat_surrogate(const HeatSurrogate<T>& model, ParameterBuffer<T>& 
     if (Bl > 0) unroller.backward(model, buf);
     allreduce_slot(comm, buf, Slot::Grads);
     gnorm = clip_grad_norm(buf, Tr.optimizer.clip_norm);
-    const double lr = scheduled_lr(Tr.schedule, Tr.optimizer.lr, step);
+    // The clock of a time schedule and of the budget: rank 0's decides, so every rank takes the same rate and
+    // stops after the same step.
+    const auto elapsed = [&] {
+      double e = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (R > 1) comm.broadcast(&e, 1, 0);
+      return e;
+    };
+    const double lr = Tr.schedule.clock == ScheduleClock::Time
+                          ? scheduled_lr(Tr.schedule, Tr.optimizer.lr, step, elapsed() / Tr.max_seconds)
+                          : scheduled_lr(Tr.schedule, Tr.optimizer.lr, step);
     opt.step(buf, lr);
     const bool last = step + 1 == Tr.steps;
-    // The time budget: rank 0's clock decides, so every rank stops after the same step.
-    double time_up = Tr.max_seconds > 0 &&
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= Tr.max_seconds;
-    if (R > 1) comm.broadcast(&time_up, 1, 0);
+    const double time_up = Tr.max_seconds > 0 && elapsed() >= Tr.max_seconds;
     double val_now = NAN;
     if (n_val_rows > 0 && ((step + 1) % Tr.eval_every == 0 || last || time_up != 0)) {
       check_ranks_agree(comm, buf, step + 1);

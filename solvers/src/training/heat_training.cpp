@@ -36,7 +36,8 @@ void TrainOptions::declare(OptionSet& set) {
   set.add("train.batch", &batch, "samples per mini-batch", Range::at_least(1));
   set.add("train.eval_every", &eval_every, "steps between validations", Range::at_least(1));
   set.add("train.max_seconds", &max_seconds,
-          "wall-clock budget of the training loop in seconds (0: none; the schedule still spans train.steps)",
+          "wall-clock budget of the training loop in seconds (0: none; the schedule spans train.steps unless "
+          "schedule.clock = time)",
           Range::non_negative());
   set.add("train.checkpoint_every", &checkpoint_every, "steps between checkpoints", Range::at_least(1));
   set.add("train.patience", &patience, "validations without improvement before stopping (0: off)",
@@ -72,6 +73,9 @@ void TrainOptions::validate() const {
   require(!out_dir.empty(), "train.out_dir must name a directory");
   optimizer.validate();
   schedule.validate();
+  require(schedule.clock != ScheduleClock::Time || max_seconds > 0,
+          "schedule.clock = time decays the learning rate over the wall-clock budget: set train.max_seconds > 0 "
+          "(and train.steps as an upper bound), or use schedule.clock = steps");
 }
 
 void EvalOptions::declare(OptionSet& set) {

@@ -836,13 +836,13 @@ struct IncrementalRows {
     long k = 0;
     for (; k + 8 <= dd; k += 8)
       for (int l = 0; l < 8; ++l) s[l] += x[k + l];
-    for (int l = 0; k < dd; ++k, ++l) s[l] += x[k];
+    for (int l = 0; l < 8 && k < dd; ++k, ++l) s[l] += x[k];
     const T mean = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) / T(dd);
     T v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     k = 0;
     for (; k + 8 <= dd; k += 8)
       for (int l = 0; l < 8; ++l) v[l] += (x[k + l] - mean) * (x[k + l] - mean);
-    for (int l = 0; k < dd; ++k, ++l) v[l] += (x[k] - mean) * (x[k] - mean);
+    for (int l = 0; l < 8 && k < dd; ++k, ++l) v[l] += (x[k] - mean) * (x[k] - mean);
     const T var = (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))) / T(dd);
     const T rstd = T(1) / math::sqrt(var + eps);
 #pragma GCC ivdep

@@ -12,6 +12,9 @@ namespace attnphys {
 enum class OptimizerKind { Sgd, Adam, AdamW };
 // warmup_cosine: linear warm-up, then a half cosine down to min_lr_ratio (scheduled_lr).
 enum class ScheduleKind { Constant, WarmupCosine };
+// What the cosine decays over: optimizer steps (schedule.total_steps) or the wall clock (a training budget in
+// seconds, as a peer trained "for 120 s" uses it); the warm-up counts steps either way.
+enum class ScheduleClock { Steps, Time };
 
 template <>
 struct EnumNames<OptimizerKind> {
@@ -22,6 +25,10 @@ template <>
 struct EnumNames<ScheduleKind> {
   static constexpr EnumName<ScheduleKind> values[] = {{ScheduleKind::Constant, "constant"},
                                                       {ScheduleKind::WarmupCosine, "warmup_cosine"}};
+};
+template <>
+struct EnumNames<ScheduleClock> {
+  static constexpr EnumName<ScheduleClock> values[] = {{ScheduleClock::Steps, "steps"}, {ScheduleClock::Time, "time"}};
 };
 // The names as configs and Python spell them ("optimizer.kind must be sgd, adam or adamw, got 'rmsprop'").
 OptimizerKind parse_optimizer_kind(const std::string& name);
@@ -46,6 +53,7 @@ struct ScheduleOptions {
   long warmup_steps = 0;
   long total_steps = 1000;
   double min_lr_ratio = 0.0;  // final lr as a fraction of the base lr (cosine)
+  ScheduleClock clock = ScheduleClock::Steps;
 
   void declare(OptionSet& set, const std::string& section = "schedule");
   void validate() const;
@@ -54,6 +62,9 @@ struct ScheduleOptions {
 // Learning rate at a step (0-based). warmup_cosine: linear from base/warmup to base over warmup_steps, then a
 // half cosine from base down to min_lr_ratio*base at total_steps, constant after.
 double scheduled_lr(const ScheduleOptions& s, double base_lr, long step);
+// The same with the clock the options name: steps as above; time: the warm-up factor of the step times the half
+// cosine at the fraction `time_fraction` (elapsed / budget, clamped to [0, 1]) of the wall-clock budget.
+double scheduled_lr(const ScheduleOptions& s, double base_lr, long step, double time_fraction);
 
 class Optimizer {
  public:
