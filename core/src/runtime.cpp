@@ -169,6 +169,12 @@ std::string blas_core_advice(const std::string& core, const std::string& simd) {
   std::string want;
   if (simd == "avx512" && !is(avx512_cores, 3) && !is(avx2_cores, 5)) want = "SkylakeX";
   else if ((simd == "avx512" || simd == "avx2") && !is(avx2_cores, 5) && !is(avx512_cores, 3)) want = "Haswell";
+  // AVX2 kernels on an AVX-512 CPU: not a generic fallback, but half the rate on a full-width AVX-512 core.
+  if (want.empty() && simd == "avx512" && !is(avx512_cores, 3))
+    return "OpenBLAS runs its " + core + " (AVX2) kernels, but this CPU supports avx512: on an AMD EPYC (Zen 5) "
+           "of this project's machines sgemm ran at 242 GFLOP/s with Haswell against 467 with SkylakeX on 2 "
+           "threads. Set OPENBLAS_CORETYPE=SkylakeX in the environment before starting attnphys (export "
+           "OPENBLAS_CORETYPE=SkylakeX; OPENBLAS_VERBOSE=2 prints the core OpenBLAS picks).";
   if (want.empty()) return "";
   return "OpenBLAS chose its " + core + " kernels, but this CPU supports " + simd +
          ": dense products (gemm) run several times slower than they could (sgemm 34-50 GFLOP/s with Prescott "

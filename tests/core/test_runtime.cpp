@@ -15,10 +15,17 @@ TEST(RuntimeBlas, GenericFallbackKernelsOnAModernCpuAreWarnedAboutWithTheSetting
   EXPECT_NE(w.find("OPENBLAS_CORETYPE=SkylakeX"), std::string::npos) << w;
   EXPECT_NE(blas_core_advice("Core2", "avx2").find("OPENBLAS_CORETYPE=Haswell"), std::string::npos);
   EXPECT_NE(blas_core_advice("Nehalem", "avx512").find("SkylakeX"), std::string::npos);
+  // AVX2 kernels on an AVX-512 CPU (Debian's OpenBLAS 0.3.21 on a Zen 5, with OPENBLAS_CORETYPE=Haswell): the
+  // SkylakeX kernels ran sgemm 1.9x faster there.
+  for (const char* avx2 : {"Haswell", "Zen"}) {
+    const std::string a = blas_core_advice(avx2, "avx512");
+    EXPECT_NE(a.find(std::string("its ") + avx2 + " (AVX2) kernels"), std::string::npos) << a;
+    EXPECT_NE(a.find("OPENBLAS_CORETYPE=SkylakeX"), std::string::npos) << a;
+  }
   // Kernels that fit the CPU: no warning.
-  for (const char* ok : {"SkylakeX", "Cooperlake", "SapphireRapids", "Haswell", "Zen"})
-    EXPECT_EQ(blas_core_advice(ok, "avx512"), "") << ok;
+  for (const char* ok : {"SkylakeX", "Cooperlake", "SapphireRapids"}) EXPECT_EQ(blas_core_advice(ok, "avx512"), "") << ok;
   EXPECT_EQ(blas_core_advice("Haswell", "avx2"), "");
+  EXPECT_EQ(blas_core_advice("Zen", "avx2"), "");
   EXPECT_EQ(blas_core_advice("Prescott", "sse"), "");  // nothing better to ask for
   EXPECT_EQ(blas_core_advice("", "avx512"), "");         // not OpenBLAS
   EXPECT_EQ(blas_core_advice("Prescott", ""), "");       // CPU unknown
@@ -31,7 +38,10 @@ TEST(RuntimeBlas, InfoNamesTheBlasItsCoreAndTheCpu) {
     EXPECT_FALSE(i.blas_core.empty());
     EXPECT_FALSE(i.blas_version.empty());
     EXPECT_GE(i.blas_threads, 1);
-    EXPECT_EQ(i.blas_warning, blas_core_advice(i.blas_core, i.cpu_simd));
+    // The advice, and when OPENBLAS_CORETYPE is set, a note of its value after it.
+    EXPECT_EQ(i.blas_warning.substr(0, blas_core_advice(i.blas_core, i.cpu_simd).size()),
+              blas_core_advice(i.blas_core, i.cpu_simd));
+    EXPECT_EQ(i.blas_warning.empty(), blas_core_advice(i.blas_core, i.cpu_simd).empty());
   }
   const std::string j = to_json(i);
   EXPECT_GE(i.host_threads, 1);
