@@ -392,7 +392,28 @@ template <class T, int R, int DH>
 KOKKOS_FORCEINLINE_FUNCTION void score_block(T* s, const T (&a)[R][DH], const T* bt, long np, long j0, long chunks) {
   using V = typename Simd<T>::type;
   constexpr int L = lanes<T>();
-  for (long ch = 0; ch < chunks; ++ch) {
+  long ch = 0;
+  // Two chunks at a time where the registers allow: 2R independent accumulators instead of R (R chains of
+  // dependent FMAs sat at the FMA latency), and each broadcast a[r][c] serves two vectors.
+  if constexpr (R <= 8) {
+    for (; ch + 2 <= chunks; ch += 2) {
+      V acc0[R], acc1[R];
+      for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = V{};
+      const T* col = bt + j0 + ch * L;
+      for (int c = 0; c < DH; ++c) {
+        const V k0 = load<V>(col + c * np), k1 = load<V>(col + c * np + L);
+        for (int r = 0; r < R; ++r) {
+          acc0[r] += a[r][c] * k0;
+          acc1[r] += a[r][c] * k1;
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        store(s + r * kKeys + ch * L, acc0[r]);
+        store(s + r * kKeys + ch * L + L, acc1[r]);
+      }
+    }
+  }
+  for (; ch < chunks; ++ch) {
     V acc[R];
     for (int r = 0; r < R; ++r) acc[r] = V{};
     const T* col = bt + j0 + ch * L;
@@ -457,7 +478,25 @@ void forward(T* o, T* lse, const T* q, const T* kt, const T* v, long nbh, long n
             }
             m[r] = m_new;
           }
-          for (long j = 0; j < kb; ++j) {
+          long j = 0;
+          if constexpr (R * NV <= 8) {  // two keys at a time into a second set of accumulators (see score_block)
+            V acc2[R][NV];
+            for (int r = 0; r < R; ++r)
+              for (int w = 0; w < NV; ++w) acc2[r][w] = V{};
+            for (; j + 2 <= kb; j += 2) {
+              const T* vr = vb + (j0 + j) * DH;
+              for (int w = 0; w < NV; ++w) {
+                const V v0 = load<V>(vr + w * L), v1 = load<V>(vr + DH + w * L);
+                for (int r = 0; r < R; ++r) {
+                  acc[r][w] += s[r * kKeys + j] * v0;
+                  acc2[r][w] += s[r * kKeys + j + 1] * v1;
+                }
+              }
+            }
+            for (int r = 0; r < R; ++r)
+              for (int w = 0; w < NV; ++w) acc[r][w] += acc2[r][w];
+          }
+          for (; j < kb; ++j) {
             const T* vr = vb + (j0 + j) * DH;
             for (int w = 0; w < NV; ++w) {
               const V vv = load<V>(vr + w * L);
