@@ -482,3 +482,81 @@ TEST(Float32Sampling, Float32ProposalsAgreeWithFloat64ToSinglePrecision) {
     perturb(psi.parameters(), 19, 0.05);
   }
 }
+
+TEST(Float32Sampling, ReferenceRowsDriftWithoutAFreshEvaluation) {
+  // Why the sampler evaluates its float32 reference afresh after every sweep: the reference keeps its first-layer
+  // rows by increments (x1 of the parent + the changed patch's part), and in float32 their rounding walks. Every
+  // proposal (one random flip per chain) taken: after one move the chains' log ψ is within single precision of a
+  // full float64 evaluation, after 20 000 it is not (1.3e-3 measured).
+  const int n = 20;
+  const long C = 8, K = 20000;
+  auto o = one_block(2);
+  o.d_model = 16;
+  o.hidden = 16;
+  TransformerAnsatz<double> psi(n, false, o);
+  perturb(psi.parameters(), 23, 0.1);
+  auto state = random_spins(C, n, 29);
+  View1<long> identity("identity", C), take("take", C);
+  {
+    auto hi = Kokkos::create_mirror_view(identity);
+    auto ht = Kokkos::create_mirror_view(take);
+    for (long c = 0; c < C; ++c) {
+      hi(c) = c;
+      ht(c) = 1;
+    }
+    Kokkos::deep_copy(identity, hi);
+    Kokkos::deep_copy(take, ht);
+  }
+  View1<double> r32("r32", C), i32("i32", C), r64("r64", C), i64("i64", C);
+  ASSERT_TRUE(psi.set_low_precision(true));
+  psi.set_reference(state);
+  auto hs = to_host(state);
+  CounterRng rng(31, 0);
+  double first = -1, last = -1;
+  for (long k = 0; k < K; ++k) {
+    for (long c = 0; c < C; ++c) {
+      const int i = int(rng.below(n));
+      hs(c, i) = -hs(c, i);
+    }
+    Kokkos::deep_copy(state, hs);
+    psi.log_psi_from_reference(state, identity, r32, i32);
+    psi.update_reference(take);
+    if (k == 0 || k == K - 1) {
+      psi.log_psi(state, r64, i64);  // the float64 model's own full evaluation (the float32 copy keeps its rows)
+      (k == 0 ? first : last) = std::max(max_diff(r32, r64), max_diff(i32, i64));
+    }
+  }
+  EXPECT_GT(first, 0.0);  // it did run in float32
+  EXPECT_LT(first, 2e-5);
+  EXPECT_GT(last, 1e-4) << "after " << K << " moves per chain (after one: " << first << ")";
+}
+
+TEST(Float32Sampling, LongSampleCallsKeepTheChainsLogPsiToSinglePrecision) {
+  // sampler.float32 over a long sample() call (a final estimate's: here 2000 sweeps of 20 steps per chain, about
+  // 15 000 accepted moves each): the chains' log ψ that the acceptance tests use stays within single precision of a
+  // full float64 evaluation of the chain states, because the float32 reference is evaluated afresh every sweep.
+  // Without that it was 1e-3 off (the test above).
+  const int n = 20;
+  auto o = one_block(2);
+  o.d_model = 16;
+  o.hidden = 16;
+  o.init_std = 0.1;  // a broad |ψ|²: most proposals accepted
+  TransformerAnsatz<double> psi(n, false, o);
+  SamplerOptions so;
+  so.n_chains = 8;
+  so.n_samples = 8 * 2000;
+  so.n_discard = 4;
+  so.sweep_size = n;
+  so.float32 = true;
+  so.seed = 7;
+  MetropolisSampler<double> sampler(psi, so, false);
+  View2<double> samples;
+  View1<double> re, im;
+  sampler.sample(samples, re, im);
+  EXPECT_GT(sampler.acceptance(), 0.2);  // the chains moved
+  View1<double> r64("r64", 8), i64("i64", 8);
+  psi.log_psi(sampler.states(), r64, i64);
+  const double d = std::max(max_diff(sampler.chain_log_psi_re(), r64), max_diff(sampler.chain_log_psi_im(), i64));
+  EXPECT_GT(d, 0.0);  // float32 values
+  EXPECT_LT(d, 2e-5);
+}

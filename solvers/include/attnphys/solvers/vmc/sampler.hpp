@@ -92,6 +92,9 @@ class MetropolisSampler {
 
   // Chain state, for checkpoints (the step counter makes a restarted run draw the same numbers).
   const View2<T>& states() const { return state_; }
+  // log ψ of the chain states as the acceptance tests use it (float32 values when sampler.float32 ran).
+  const View1<T>& chain_log_psi_re() const { return lp_re_; }
+  const View1<T>& chain_log_psi_im() const { return lp_im_; }
   std::uint64_t step_counter() const { return step_; }
   // equilibrated: the states continue a run (the next sample() discards n_discard_continue sweeps); false: they
   // are fresh (it discards n_discard).
