@@ -366,6 +366,35 @@ double vmc_relative_error(spin::ChainModel m, TransformerAnsatzOptions o, long i
 }
 }  // namespace
 
+// The final estimate runs its own chains: its acceptance is theirs, not the training sampler's (which a resumed run
+// never ran, so `attnphys vmc --resume ... --iters <done>` reported acceptance 0).
+TEST(TransformerVmc, EstimateReportsItsOwnChainsAcceptance) {
+  spin::ChainModel tfim;
+  tfim.model = spin::ModelKind::Tfim;
+  tfim.n = 8;
+  tfim.bc = spin::Boundary::Open;
+  tfim.h = 1.0;
+  spin::SpinHamiltonian H(tfim);
+  auto o = small("factored", 2);
+  o.n_layers = 1;
+  o.init_std = 0.05;
+  TransformerAnsatz<double> psi(tfim.n, false, o);
+  VmcOptions v;
+  v.sampler.n_chains = 16;
+  v.sampler.n_samples = 256;
+  v.sampler.n_discard = 4;
+  VmcDriver<double> driver(psi, H, v);
+  EXPECT_EQ(driver.estimate_acceptance(), 0.0);
+  driver.estimate_energy(2048);
+  EXPECT_EQ(driver.sampler().acceptance(), 0.0);  // the run's own chains did not move
+  // Near-uniform |psi|^2 (small init): most single flips are accepted.
+  EXPECT_GT(driver.estimate_acceptance(), 0.3);
+  EXPECT_LE(driver.estimate_acceptance(), 1.0);
+  driver.estimate_energy(0);  // the run's chains: their acceptance over this call
+  EXPECT_NEAR(driver.estimate_acceptance(), driver.sampler().acceptance(), 1e-15);
+  EXPECT_GT(driver.sampler().acceptance(), 0.3);
+}
+
 TEST(TransformerVmc, ReachesTfimAndHeisenbergGroundStates) {
   spin::ChainModel tfim;
   tfim.model = spin::ModelKind::Tfim;

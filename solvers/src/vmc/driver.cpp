@@ -191,8 +191,10 @@ ChainStats VmcDriver<T>::estimate_energy(long n_samples) {
     const long M = share(n_samples > 0 ? n_samples : opt_.sampler.n_samples, R);
     if (n_samples > 0) sample_direct(M, std::uint64_t(local_.seed + 7919 * (iter_ + 1)), 0);
     else sample_direct(M, std::uint64_t(local_.seed), direct_counter_++);
+    estimate_acceptance_ = 1.0;
     return energy_stats(1, M);
   }
+  auto mean_acceptance = [&](double a) { return R > 1 ? comm_.allreduce_sum(a) / R : a; };
   if (n_samples > 0) {
     SamplerOptions so = local_;
     so.n_samples = share(n_samples, R);
@@ -201,9 +203,12 @@ ChainStats VmcDriver<T>::estimate_energy(long n_samples) {
     // Continue from the run's equilibrated chains (a fresh start would need a long burn-in), with new numbers.
     if (sampler_) s.restore(sampler_->states(), 0);
     s.sample(samples_, lp_re_, lp_im_);
+    estimate_acceptance_ = mean_acceptance(s.acceptance());
     return energy_stats(s.n_steps_per_sample(), s.n_chains());
   }
+  sampler_->reset_acceptance();
   sampler_->sample(samples_, lp_re_, lp_im_);
+  estimate_acceptance_ = mean_acceptance(sampler_->acceptance());
   return energy_stats(sampler_->n_steps_per_sample(), sampler_->n_chains());
 }
 

@@ -176,7 +176,7 @@ VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const Vmc
     out.tau = st.tau;
     out.r_hat = st.r_hat;
     out.n_samples = st.n;
-    out.acceptance = driver.direct_sampling() ? 1.0 : driver.sampler().acceptance();
+    out.acceptance = driver.estimate_acceptance();  // the estimate's own chains (a resumed run has no other)
   } else if (!out.history.empty()) {
     const auto& s = out.history.back();
     out.energy = s.energy;

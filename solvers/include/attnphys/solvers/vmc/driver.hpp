@@ -97,6 +97,9 @@ class VmcDriver {
   // Energy statistics of the current state from n_samples new samples (0: the sampler's setting), drawn by chains
   // that start from the run's current (equilibrated) chain states with a separate random stream; no update.
   ChainStats estimate_energy(long n_samples = 0);
+  // Acceptance rate of the last estimate_energy's chains (averaged over the ranks; 1 for exact sampling; 0 before
+  // any estimate).
+  double estimate_acceptance() const { return estimate_acceptance_; }
 
   void save_checkpoint(const std::string& path) const;
   void load_checkpoint(const std::string& path);
@@ -127,6 +130,7 @@ class VmcDriver {
   std::uint64_t direct_counter_ = 0;
   Optimizer adam_;
   long iter_ = 0;
+  double estimate_acceptance_ = 0;
   std::vector<std::string> warnings_;
   View2<T> samples_, o_re_, o_im_;
   View1<T> lp_re_, lp_im_, e_re_, e_im_, delta_;
