@@ -42,6 +42,10 @@ void register_info(CLI::App& app) {
                   << "\n";
       std::cout << "CPU: " << (info.cpu_model.empty() ? "unknown" : info.cpu_model)
                 << (info.cpu_simd.empty() ? "" : ", widest SIMD " + info.cpu_simd) << "\n";
+      std::cout << "AMX bf16: "
+                << (info.amx_bf16 ? "yes (encoder.attention_precision / matmul_precision = bf16 can run)"
+                                  : "no (" + info.amx_reason + ")")
+                << "\n";
       std::cout << "MPI: " << (info.mpi_enabled ? "built in" : "not built in") << ", " << info.mpi_ranks
                 << " rank(s)\n";
       if (opt.kokkos_config) Kokkos::print_configuration(std::cout, true);

@@ -8,14 +8,18 @@ Sides, each a process that warms up once and then waits for commands, so that th
                ~/.cache/attnphys/bench-venv-torch2, or --venv / ATTNPHYS_TORCH2_VENV; `python3 -m venv`, then
                `pip install torch numpy` from PyPI; the PyPI build is a CUDA build and runs here on the CPU). The same
                model written with torch.nn.functional.scaled_dot_product_attention, run eager ("eager") and through
-               torch.compile ("compile"; skipped with its error where it does not work).
+               torch.compile ("compile"; skipped with its error where it does not work), and with
+               --precision bf16 also eager under torch.autocast(bfloat16) ("eager_bf16").
 Every side gets the same thread count (--threads, default 2: torch.set_num_threads, OMP/MKL/OPENBLAS_NUM_THREADS)
 and the same BLAS setting (OPENBLAS_CORETYPE passes through unchanged). After one warm-up step (two for compile),
 each of --repeats rounds times --steps steps per side; a side's round figure is its median step. ratio =
 attnphys / torch 1.13 and ratio_torch2 = attnphys / (the faster torch-2 mode) are the medians over the rounds of
-the per-round ratios, all rounds listed. The last stdout line is JSON.
+the per-round ratios, all rounds listed. --precision bf16 runs our side with encoder.attention_precision = bf16
+and encoder.matmul_precision = bf16 (AMX; Intel Sapphire Rapids or later) and adds ratio_torch2_bf16 = attnphys / eager_bf16, the same-precision
+comparison; ratio_torch2 stays against PyTorch 2 in float32. The last stdout line is JSON.
 
     python3 benchmarks/attention_train_vs_torch.py [--steps 5] [--repeats 3] [--modes eager,compile] [--no-torch2]
+                                                   [--precision float32|bf16]
 """
 import argparse
 import json
@@ -101,11 +105,16 @@ def worker(mode, batch, n, threads, steps):
     fn = model
     if mode == "compile":
         fn = torch.compile(model)
+    bf16 = mode == "eager_bf16"  # the same model under torch.autocast(bfloat16): bf16 linear layers and SDPA
 
     def step():
         opt.zero_grad(set_to_none=True)
-        y = fn(x)
-        (y * dy).sum().backward()
+        if bf16:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                y = fn(x)
+        else:
+            y = fn(x)
+        (y.float() * dy).sum().backward()
         opt.step()
 
     serve(torch, model, step, 2 if mode == "compile" else 1, steps)
@@ -199,10 +208,16 @@ def main():
     p.add_argument("--len", type=int, default=1024)
     p.add_argument("--attention", default="tiled", choices=["dense", "tiled"],
                    help="attention memory mode of the attnphys side (tiled: the fused kernels)")
+    p.add_argument("--precision", default="float32", choices=["float32", "bf16"],
+                   help="arithmetic of the attnphys side's attention and dense products (bf16: AMX tiles, Intel"
+                        " Sapphire Rapids or later; PyTorch 2 then also runs eager_bf16, its SDPA model under"
+                        " autocast(bfloat16))")
     p.add_argument("--steps", type=int, default=5, help="timed steps per side per round (after the warm-up)")
     p.add_argument("--repeats", type=int, default=3, help="rounds; every figure is the median over them")
     p.add_argument("--threads", type=int, default=2, help="threads of every side (BLAS, torch intra-op)")
-    p.add_argument("--modes", default="eager,compile", help="torch-2 modes: eager (SDPA), compile")
+    p.add_argument("--modes", default=None,
+                   help="torch-2 modes: eager (SDPA), compile, eager_bf16 (autocast); default eager,compile, plus "
+                        "eager_bf16 with --precision bf16")
     p.add_argument("--no-torch2", action="store_true", help="only attnphys and torch 1.13")
     p.add_argument("--no-torch113", action="store_true", help="skip Debian's torch 1.13")
     p.add_argument("--venv", default=os.environ.get("ATTNPHYS_TORCH2_VENV",
@@ -230,7 +245,10 @@ def main():
     sides = {}
     skipped = {}
     log("attnphys: warming up")
-    sides["attnphys"] = Side("attnphys", [exe, "--serve", "--attention", args.attention, "--batch", str(args.batch),
+    if args.modes is None:
+        args.modes = "eager,compile" + (",eager_bf16" if args.precision == "bf16" else "")
+    sides["attnphys"] = Side("attnphys", [exe, "--serve", "--attention", args.attention, "--precision", args.precision,
+                                          "--matmul-precision", args.precision, "--batch", str(args.batch),
                                           "--len", str(args.len), "--steps", str(args.steps)], env)
     plan = [] if args.no_torch113 else [("torch113", "/usr/bin/python3")]
     if torch2:
@@ -261,7 +279,9 @@ def main():
     result = {
         "benchmark": "attention_train_vs_torch",
         "config": {"d_model": D, "heads": HEADS, "layers": LAYERS, "d_ff": FF, "len": args.len, "batch": args.batch,
-                   "dtype": "float32", "attention": args.attention, "optimizer": "adamw", "threads": args.threads,
+                   "dtype": "float32", "attention": args.attention, "attention_precision": args.precision,
+                   "matmul_precision": args.precision,
+                   "optimizer": "adamw", "threads": args.threads,
                    "steps_per_round": args.steps, "rounds": args.repeats,
                    "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "")},
         "attnphys_s": med["attnphys"],
@@ -289,6 +309,10 @@ def main():
             result[f"torch2_{m}_warmup_s"] = sides[m].ready.get("warmup_s")
         result["ratio_torch2"] = statistics.median(result["ratios_torch2"])
         result["torch2_gflops"] = flop / med[best] / 1e9
+    if "eager_bf16" in sides:  # the same-precision comparison: PyTorch 2 with bf16 autocast
+        result["torch2_eager_bf16_s"] = med["eager_bf16"]
+        result["ratios_torch2_bf16"] = ratio_rounds("eager_bf16")
+        result["ratio_torch2_bf16"] = statistics.median(result["ratios_torch2_bf16"])
     if torch2_error:
         result["torch2_error"] = torch2_error
     for m, e in skipped.items():
@@ -301,6 +325,8 @@ def main():
     if "ratio_torch2" in result:
         line += f"  torch2 {result['torch2_best_mode']} {med[result['torch2_best_mode']]:.3f} s  ratio_torch2 " \
                 f"{result['ratio_torch2']:.3f}"
+    if "ratio_torch2_bf16" in result:
+        line += f"  torch2 eager_bf16 {med['eager_bf16']:.3f} s  ratio_torch2_bf16 {result['ratio_torch2_bf16']:.3f}"
     line += f"  {result['gflops']:.1f} GFLOP/s (sgemm {sgemm:.1f}, core {result['blas_core']})  load {load_after}"
     log(line)
     import attnphys  # CPU, BLAS and its kernel core, as every benchmark records them

@@ -7,7 +7,8 @@
 // with one JSON line ("run": `steps` timed steps; "sgemm": the sgemm rate; "quit"), so that the peers' rounds can
 // be interleaved with ours.
 //
-//   bench_attention_train_vs_torch [--attention dense|tiled] [--batch B] [--len N] [--steps S] [--repeats R]
+//   bench_attention_train_vs_torch [--attention dense|tiled] [--precision float32|bf16]
+//                                  [--matmul-precision float32|bf16] [--batch B] [--len N] [--steps S] [--repeats R]
 //                                  [--sgemm 0|1] [--tile-budget ELEMENTS] [--serve]
 #include <chrono>
 #include <cstdio>
@@ -72,6 +73,8 @@ int main(int argc, char** argv) {
   long batch = 16, len = 1024, steps = 5, repeats = 1, measure_sgemm = 1, tile_budget = 0;
   bool serve = false;
   std::string attention = "tiled";  // exact attention either way; tiled runs the fused kernels
+  std::string precision = "float32";         // attention arithmetic: float32 | bf16 (AMX)
+  std::string matmul_precision = "float32";  // dense products: float32 | bf16 (AMX)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--serve") {
@@ -85,10 +88,12 @@ int main(int argc, char** argv) {
     else if (a == "--steps") steps = std::stol(v);
     else if (a == "--repeats") repeats = std::stol(v);
     else if (a == "--attention") attention = v;
+    else if (a == "--precision") precision = v;
+    else if (a == "--matmul-precision") matmul_precision = v;
     else if (a == "--sgemm") measure_sgemm = std::stol(v);
     else if (a == "--tile-budget") tile_budget = std::stol(v);
     else fail("bench_attention_train_vs_torch: unknown option ", a,
-              " (use --attention, --batch, --len, --steps, --repeats, --sgemm, --tile-budget, --serve)");
+              " (use --attention, --precision, --matmul-precision, --batch, --len, --steps, --repeats, --sgemm, --tile-budget, --serve)");
   }
   require(steps >= 1 && repeats >= 1, "bench_attention_train_vs_torch: --steps and --repeats must be >= 1");
   ops::EncoderOptions o;
@@ -97,6 +102,8 @@ int main(int argc, char** argv) {
   o.n_layers = 4;
   o.d_ff = 256;
   o.attention = parse_enum<ops::AttentionKind>(attention, "--attention");
+  o.attention_precision = parse_enum<ops::AttentionPrecision>(precision, "--precision");
+  o.matmul_precision = parse_enum<MatmulPrecision>(matmul_precision, "--matmul-precision");
   ops::Encoder<float> enc(o);
   ParameterBuffer<float> buf;
   enc.declare(buf);

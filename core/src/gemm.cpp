@@ -1,6 +1,11 @@
 #include "attnphys/core/gemm.hpp"
 
 #include <KokkosBlas3_gemm.hpp>
+#include <string>
+#include <type_traits>
+
+#include "attnphys/core/amx.hpp"
+#include "attnphys/core/error.hpp"
 
 namespace attnphys {
 
@@ -119,6 +124,13 @@ void gemm_impl(char ta, char tb, T alpha, const ConstMat<T>& A, const ConstMat<T
     scale(C, beta);
     return;
   }
+  if constexpr (std::is_same<T, float>::value && Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible) {
+    if (matmul_precision() == MatmulPrecision::BF16) {
+      amx::gemm_bf16(at, bt, m, n, ka, alpha, A.data(), long(A.stride(0)), B.data(), long(B.stride(0)), beta,
+                     C.data(), long(C.stride(0)));
+      return;
+    }
+  }
 #ifdef ATTNPHYS_SKINNY_GEMM
   if (skinny_applies(at, m, n, ka)) {
     skinny(alpha, A, B, bt, beta, C);
@@ -149,6 +161,21 @@ void batched_impl(char ta, char tb, T alpha, const ConstMat3<T>& A, const ConstM
 }
 
 }  // namespace detail_gemm
+
+namespace {
+thread_local MatmulPrecision t_matmul_precision = MatmulPrecision::Float32;
+}
+MatmulPrecision matmul_precision() { return t_matmul_precision; }
+MatmulPrecisionScope::MatmulPrecisionScope(MatmulPrecision p) : prev_(t_matmul_precision) {
+  if (p == MatmulPrecision::BF16)
+    require(Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible && amx::available(),
+            "matmul_precision = bf16 cannot run here: ",
+            Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible ? amx::unavailable_reason()
+                                                                        : std::string("this is a GPU build"),
+            "; set matmul_precision = float32");
+  t_matmul_precision = p;
+}
+MatmulPrecisionScope::~MatmulPrecisionScope() { t_matmul_precision = prev_; }
 
 void gemm(char ta, char tb, float alpha, const ConstMat<float>& A, const ConstMat<float>& B, float beta,
           const Mat<float>& C) {

@@ -1,5 +1,7 @@
 #include "attnphys/core/runtime.hpp"
 
+#include "attnphys/core/amx.hpp"
+
 #include "attnphys/core/parallel.hpp"
 
 #include <dlfcn.h>
@@ -250,6 +252,8 @@ RuntimeInfo runtime_info() {
   if (const char* env = std::getenv("OPENBLAS_CORETYPE")) info.blas_coretype_env = env;
   cpu_details(info.cpu_model, info.cpu_simd);
   info.blas_warning = blas_core_advice(info.blas_core, info.cpu_simd);
+  info.amx_bf16 = amx::available();
+  info.amx_reason = amx::unavailable_reason();
   if (!info.blas_warning.empty() && !info.blas_coretype_env.empty())
     info.blas_warning += " (OPENBLAS_CORETYPE is set to " + info.blas_coretype_env + " now.)";
 #ifdef ATTNPHYS_HAVE_MPI
@@ -282,6 +286,8 @@ std::string to_json(const RuntimeInfo& info) {
   Json cpu = Json::object();
   cpu.set("model", info.cpu_model);
   cpu.set("simd", info.cpu_simd);
+  cpu.set("amx_bf16", info.amx_bf16);
+  if (!info.amx_bf16) cpu.set("amx_reason", info.amx_reason);
   j.set("cpu", cpu);
   std::vector<std::string> warnings;
   if (!info.blas_warning.empty()) warnings.push_back(info.blas_warning);

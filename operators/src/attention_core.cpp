@@ -7,6 +7,7 @@
 
 #include "attnphys/core/parallel.hpp"
 #include "attnphys/core/resources.hpp"
+#include "attention_amx.hpp"
 
 namespace attnphys::ops {
 
@@ -20,6 +21,21 @@ T* AttentionScratch<T>::ensure(View1<T>& v, long n, const char* label) {
   }
   return v.data();
 }
+
+template <class T>
+std::uint16_t* AttentionScratch<T>::ensure_bf16(long n) {
+  if (long(bf16_buf.extent(0)) < n) {
+    if (double(n) * 2 > 256e6)
+      require_memory(double(n) * 2, msg("bf16 attention scratch (", n, " values)"),
+                     "use a smaller batch or fewer tokens");
+    bf16_buf = Kokkos::View<std::uint16_t*, HostSpace>(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("attnphys::attention_bf16")), n);
+  }
+  return bf16_buf.data();
+}
+
+bool bf16_attention_available() { return amx::available(); }
+std::string bf16_attention_unavailable_reason() { return amx::unavailable_reason(); }
 
 // A tile of the score matrix: slices [bh0, bh0 + nbh) × query rows [i0, i0 + rows) × keys [j0, j0 + cols) of n.
 // Row r of the tile (slice bh0 + r / rows, query i0 + r % rows) starts at base + (r / rows) * stride +
@@ -628,6 +644,19 @@ void run_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, const
 }  // namespace fused
 #endif
 
+// The bf16 kernels' conditions (AttentionScratch::bf16), checked on every call: options validation refuses the
+// static ones earlier; a key mask (padding) is only known here.
+template <class T>
+void require_bf16(long dh, const ScoreSpec<T>& spec, const char* where) {
+  require(std::is_same<T, float>::value, msg(where, ": bf16 attention runs on float32 models only"));
+  require(dh == amx::kHeadDim, msg(where, ": bf16 attention needs head width ", amx::kHeadDim, " (d_model / n_heads), not ",
+                                   dh, "; set encoder.attention_precision = float32"));
+  require(plain_scores(spec), msg(where, ": bf16 attention takes no causal or window mask, key mask (padding) or "
+                                         "relative bias; set encoder.attention_precision = float32"));
+  require(amx::available(), msg(where, ": bf16 attention cannot run here: ", amx::unavailable_reason(),
+                                "; set encoder.attention_precision = float32"));
+}
+
 template <class T>
 void sdpa_forward(const Mat3<T>& o, const Mat3<T>& p, const Mat<T>& lse, const ConstMat3<T>& q,
                   const ConstMat3<T>& k, const ConstMat3<T>& v, const ScoreSpec<T>& spec, AttentionScratch<T>& ws) {
@@ -636,6 +665,7 @@ void sdpa_forward(const Mat3<T>& o, const Mat3<T>& p, const Mat<T>& lse, const C
   require(k.extent(1) == q.extent(1) && v.extent(1) == q.extent(1), "sdpa_forward: q, k, v lengths differ");
   const T scale = T(1) / std::sqrt(T(dh));
   if (p.extent(0) != 0) {  // dense: exact softmax over every key, probabilities saved
+    require(!ws.bf16, "sdpa_forward: bf16 attention needs encoder.attention = tiled, not dense");
     for (const auto& t : dense_tiles(nbh, n, ws.tile_budget, ws.min_tile_rows)) {
       T* s = p.data() + (t.bh0 * n + t.i0) * n;
       tile_scores(s, t, q, k, scale);
@@ -646,6 +676,13 @@ void sdpa_forward(const Mat3<T>& o, const Mat3<T>& p, const Mat<T>& lse, const C
              T(0), Mat<T>(o.data() + (bh * n + t.i0) * dh, t.rows, dh));
       }
     }
+    return;
+  }
+  if (ws.bf16) {
+    require_bf16<T>(dh, spec, "sdpa_forward");
+    amx::forward(reinterpret_cast<float*>(o.data()), reinterpret_cast<float*>(lse.data()),
+                 reinterpret_cast<const float*>(q.data()), reinterpret_cast<const float*>(k.data()),
+                 reinterpret_cast<const float*>(v.data()), nbh, n, ws.ensure_bf16(amx::forward_scratch(nbh, n)));
     return;
   }
 #ifdef ATTNPHYS_FUSED_SDPA
@@ -714,6 +751,7 @@ void sdpa_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, cons
   T* rowdot = ws.ensure(ws.rowdot, nbh * n, "attnphys::attention_rowdot");
   row_dot(rowdot, dout, o);  // D = rowsum(dO ⊙ O)
   if (p.extent(0) != 0) {    // dense: the saved probabilities, tiles of query rows against every key
+    require(!ws.bf16, "sdpa_backward: bf16 attention needs encoder.attention = tiled, not dense");
     const auto tiles = dense_tiles(nbh, n, ws.tile_budget, ws.min_tile_rows);
     T* ds = ws.ensure(ws.dtile, tiles[0].nbh * tiles[0].rows * n, "attnphys::attention_dtile");
     for (const auto& t : tiles) {
@@ -736,6 +774,15 @@ void sdpa_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, cons
              Mat<T>(dk.data() + bh * n * dh, n, dh));
       }
     }
+    return;
+  }
+  if (ws.bf16) {
+    require_bf16<T>(dh, spec, "sdpa_backward");
+    amx::backward(reinterpret_cast<float*>(dq.data()), reinterpret_cast<float*>(dk.data()),
+                  reinterpret_cast<float*>(dv.data()), reinterpret_cast<const float*>(dout.data()),
+                  reinterpret_cast<const float*>(q.data()), reinterpret_cast<const float*>(k.data()),
+                  reinterpret_cast<const float*>(v.data()), reinterpret_cast<const float*>(lse.data()),
+                  reinterpret_cast<const float*>(rowdot), nbh, n, ws.ensure_bf16(amx::backward_scratch(nbh, n)));
     return;
   }
 #ifdef ATTNPHYS_FUSED_SDPA

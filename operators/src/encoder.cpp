@@ -1,5 +1,6 @@
 #include "attnphys/operators/encoder.hpp"
 
+#include "attnphys/core/amx.hpp"
 #include "attnphys/core/random.hpp"
 
 namespace attnphys::ops {
@@ -13,6 +14,20 @@ void EncoderOptions::validate() const {
           "encoder: coordinate encodings need coord_dim > 0, coord_features > 0 and coord_sigma > 0");
   require(ln_eps > 0, "encoder: ln_eps must be positive");
   attention_options().validate();
+  if (attention_precision == AttentionPrecision::BF16) {
+    const long dh = n_heads > 0 ? d_model / n_heads : 0;
+    require(attention == AttentionKind::Tiled, "encoder: attention_precision = bf16 needs attention = tiled");
+    require(dh == 16, "encoder: attention_precision = bf16 needs head width d_model / n_heads = 16, not ", dh,
+            "; set attention_precision = float32");
+    require(!causal && window < 0 && !relative_bias,
+            "encoder: attention_precision = bf16 takes no causal or window mask and no relative bias; set "
+            "attention_precision = float32");
+    require(bf16_attention_available(), "encoder: attention_precision = bf16 cannot run here: ",
+            bf16_attention_unavailable_reason(), "; set attention_precision = float32");
+  }
+  require(matmul_precision != MatmulPrecision::BF16 || amx::available(),
+          "encoder: matmul_precision = bf16 cannot run here: ", amx::unavailable_reason(),
+          "; set matmul_precision = float32");
 }
 
 AttentionOptions EncoderOptions::attention_options() const {
@@ -51,6 +66,11 @@ void EncoderOptions::declare(OptionSet& set, const std::string& s) {
   set.add(s + ".coord_seed", &coord_seed, "seed of the random coordinate frequencies");
   set.add(s + ".final_norm", &final_norm, "LayerNorm after the last block");
   set.add(s + ".ln_eps", &ln_eps, "LayerNorm epsilon", Range::positive());
+  set.add(s + ".attention_precision", &attention_precision,
+          "softmax attention arithmetic: float32, or bf16 products on Intel AMX (tiled, head width 16)");
+  set.add(s + ".matmul_precision", &matmul_precision,
+          "arithmetic of the float32 dense products (projections, feed-forward): float32, or bf16 operands with "
+          "float32 accumulation on Intel AMX");
 }
 
 template <class T>
@@ -105,6 +125,7 @@ template <class T>
 void Encoder<T>::forward(const Mat<T>& y, EncoderCache<T>& c, const ConstMat<T>& x, long batch, long len,
                          const ParameterBuffer<T>& params, const EncoderInputs<T>& in) const {
   ScopedRegion region("attnphys::encoder_forward");
+  const MatmulPrecisionScope precision(opt_.matmul_precision);
   const long d = opt_.d_model, tokens = batch * len, width = opt_.d_in > 0 ? opt_.d_in : d;
   require(batch > 0 && len > 0, "encoder: batch and length must be positive");
   require(long(x.extent(0)) == tokens && long(x.extent(1)) == width, "encoder: input is ", x.extent(0), "x",
@@ -144,6 +165,7 @@ void Encoder<T>::forward(const Mat<T>& y, EncoderCache<T>& c, const ConstMat<T>&
     linear_forward<T>(c.coord_enc, c.phi, params.view2(t_.coord_w), params.view1(t_.coord_b));
     broadcast_add_forward<T>(c.acts[0], c.coord_enc, rows == len ? batch : 1, rows);
   }
+  c.scratch.bf16 = opt_.attention_precision == AttentionPrecision::BF16;
   for (long l = 0; l < opt_.n_layers; ++l)
     blocks_[l].forward(c.acts[l + 1], c.blocks[l], c.acts[l], batch, len, params, in.key_mask, c.scratch);
   if (opt_.final_norm) {
@@ -160,6 +182,7 @@ template <class T>
 void Encoder<T>::backward(const Mat<T>& dx, EncoderCache<T>& c, const ConstMat<T>& dy,
                           const ParameterBuffer<T>& params) const {
   ScopedRegion region("attnphys::encoder_backward");
+  const MatmulPrecisionScope precision(opt_.matmul_precision);
   const long d = opt_.d_model, tokens = c.batch * c.len, L = opt_.n_layers;
   require(c.batch > 0, "encoder backward: run forward first");
   require(long(dy.extent(0)) == tokens && long(dy.extent(1)) == d, "encoder backward: dy is ", dy.extent(0), "x",

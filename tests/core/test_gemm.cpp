@@ -5,6 +5,10 @@
 #include <tuple>
 #include <vector>
 
+#include <cstdint>
+#include <cstring>
+
+#include "attnphys/core/amx.hpp"
 #include "attnphys/core/gemm.hpp"
 #include "attnphys/core/random.hpp"
 
@@ -37,7 +41,80 @@ void check_gemm(char ta, char tb, long m, long n, long k, T alpha, T beta, doubl
           << ta << tb << " " << m << "x" << n << "x" << k << " at " << i << "," << j;
 }
 
+double bf16_round(float x) {  // round to nearest even, as the AMX packing does
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  float y;
+  std::memcpy(&y, &u, 4);
+  return y;
+}
+
+// Under MatmulPrecision::BF16 (AMX): against a double reference on the bf16-rounded operands, so the layouts are
+// checked exactly and only the float32 accumulation differs (2e-6 of sum |a||b|); and within bf16 rounding of the
+// float32 product.
+void check_gemm_bf16(char ta, char tb, long m, long n, long k, float alpha, float beta) {
+  const bool at = ta == 'T', bt = tb == 'T';
+  View2<float> A("A", at ? k : m, at ? m : k), B("B", bt ? n : k, bt ? k : n), C("C", m, n);
+  fill_normal(A, 1, 1);
+  fill_normal(B, 1, 2);
+  fill_normal(C, 1, 3);
+  auto hA = to_host(A), hB = to_host(B);
+  auto hC0 = Kokkos::create_mirror_view(C);
+  Kokkos::deep_copy(hC0, C);
+  std::vector<double> ref(m * n), mag(m * n), exact(m * n);
+  for (long i = 0; i < m; ++i)
+    for (long j = 0; j < n; ++j) {
+      double s = 0, a = 0, e = 0;
+      for (long l = 0; l < k; ++l) {
+        const float x = at ? hA(l, i) : hA(i, l), y = bt ? hB(j, l) : hB(l, j);
+        s += bf16_round(x) * bf16_round(y);
+        a += std::abs(double(x) * double(y));
+        e += double(x) * double(y);
+      }
+      const double c0 = beta == 0.0f ? 0.0 : double(beta) * double(hC0(i, j));
+      ref[i * n + j] = double(alpha) * s + c0;
+      exact[i * n + j] = double(alpha) * e + c0;
+      mag[i * n + j] = std::abs(double(alpha)) * a + std::abs(c0);
+    }
+  {
+    MatmulPrecisionScope scope(MatmulPrecision::BF16);
+    gemm(ta, tb, alpha, A, B, beta, C);
+  }
+  EXPECT_EQ(matmul_precision(), MatmulPrecision::Float32);  // the scope restored it
+  auto hC = to_host(C);
+  for (long i = 0; i < m; ++i)
+    for (long j = 0; j < n; ++j) {
+      ASSERT_NEAR(double(hC(i, j)), ref[i * n + j], 2e-6 * (1 + mag[i * n + j]))
+          << ta << tb << " " << m << "x" << n << "x" << k << " at " << i << "," << j;
+      ASSERT_NEAR(double(hC(i, j)), exact[i * n + j], 8e-3 * (1 + mag[i * n + j]));
+    }
+}
+
 }  // namespace
+
+TEST(GemmBf16, MatchesTheRoundedOperandsOnEveryTransposeAndEdge) {
+  if (!amx::available()) GTEST_SKIP() << amx::unavailable_reason();
+  // Sizes below a tile, not multiples of 16 or 32, k over several tile steps, and the training step's shapes.
+  const long shapes[][3] = {{1, 1, 1}, {13, 15, 17}, {64, 33, 70}, {37, 16, 5}, {33, 47, 100}, {301, 64, 16},
+                            {96, 64, 2049}, {512, 192, 64}};
+  for (char ta : {'N', 'T'})
+    for (char tb : {'N', 'T'})
+      for (const auto& s : shapes) {
+        check_gemm_bf16(ta, tb, s[0], s[1], s[2], 1.0f, 0.0f);
+        check_gemm_bf16(ta, tb, s[0], s[1], s[2], 0.75f, -1.0f);
+      }
+}
+
+TEST(GemmBf16, RefusedWhereAmxIsMissing) {
+  if (amx::available()) {
+    EXPECT_TRUE(amx::unavailable_reason().empty());
+    return;
+  }
+  EXPECT_FALSE(amx::unavailable_reason().empty());
+  EXPECT_THROW(MatmulPrecisionScope(MatmulPrecision::BF16), Error);
+}
 
 class GemmShapes : public ::testing::TestWithParam<std::tuple<char, char, std::tuple<long, long, long>>> {};
 

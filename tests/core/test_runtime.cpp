@@ -56,6 +56,10 @@ TEST(RuntimeBlas, InfoNamesTheBlasItsCoreAndTheCpu) {
   fake.blas_warning = blas_core_advice(fake.blas_core, fake.cpu_simd);
   EXPECT_NE(to_json(fake).find("\"warnings\": [\"OpenBLAS chose its Prescott kernels"), std::string::npos);
   if (i.blas_warning.empty()) EXPECT_NE(j.find("\"warnings\": []"), std::string::npos);
+  // AMX: reported as usable or not, with the reason when not (and the reason empty when usable).
+  EXPECT_NE(j.find(i.amx_bf16 ? "\"amx_bf16\": true" : "\"amx_bf16\": false"), std::string::npos) << j;
+  EXPECT_EQ(i.amx_reason.empty(), i.amx_bf16);
+  if (!i.amx_bf16) EXPECT_NE(j.find("\"amx_reason\": "), std::string::npos) << j;
 }
 
 // OpenBLAS' idle workers must not spin for its default ~0.1 s between products (they would take time slices from the

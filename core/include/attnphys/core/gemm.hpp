@@ -30,6 +30,23 @@ void batched_gemm(char trans_a, char trans_b, float alpha, const ConstMat3<float
 void batched_gemm(char trans_a, char trans_b, double alpha, const ConstMat3<double>& A,
                   const ConstMat3<double>& B, double beta, const Mat3<double>& C);
 
+// Arithmetic of the float32 products, as torch.set_float32_matmul_precision sets it for PyTorch: Float32 (the
+// default), or BF16: operands rounded to bf16 and products accumulated in float32 on Intel AMX (attnphys/core/amx.hpp;
+// agreement with float32 about 2^-9 relative per operand). It applies to the float gemm() and batched_gemm() calls
+// made on this thread while a MatmulPrecisionScope asks for it; double products never change.
+enum class MatmulPrecision { Float32, BF16 };
+MatmulPrecision matmul_precision();  // this thread's current setting
+class MatmulPrecisionScope {
+ public:
+  explicit MatmulPrecisionScope(MatmulPrecision p);  // BF16 requires amx::available() (the error says why not)
+  ~MatmulPrecisionScope();
+  MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
+  MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
+
+ private:
+  MatmulPrecision prev_;
+};
+
 // Floating-point operations of one gemm (2·m·n·k), for benchmark reports.
 inline double gemm_flops(long m, long n, long k) { return 2.0 * double(m) * double(n) * double(k); }
 

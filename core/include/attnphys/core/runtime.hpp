@@ -25,6 +25,8 @@ struct RuntimeInfo {
   std::string cpu_model;          // /proc/cpuinfo "model name"
   std::string cpu_simd;           // the widest SIMD the CPU reports: "avx512", "avx2", "avx", "sse" (empty: unknown)
   std::string blas_warning;       // non-empty when the BLAS runs a generic fallback the CPU could beat (see below)
+  bool amx_bf16 = false;          // Intel AMX bf16 tiles usable here (attention_precision / matmul_precision = bf16)
+  std::string amx_reason;         // why not, when amx_bf16 is false
   bool mpi_enabled = false;
   int mpi_ranks = 1;
   int mpi_rank = 0;

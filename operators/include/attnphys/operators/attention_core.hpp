@@ -71,7 +71,17 @@ struct AttentionScratch {
   // forward, one for the backward, no score gemms) when the scores are plain (no mask, no bias) and dh is 1, 2 or 4
   // vectors (16, 32, 64 floats; 8, 16, 32 doubles). false: always the blocked gemm path (the tests' reference).
   bool fused = true;
+  // bf16 softmax attention on Intel AMX (operators/src/attention_amx.hpp): the tiled kind in float32 with head
+  // width 16 and plain scores; products in bf16 with float32 accumulation, the softmax in float32. Set from
+  // EncoderOptions::attention_precision; sdpa_forward / sdpa_backward refuse it where it does not apply.
+  bool bf16 = false;
+  Kokkos::View<std::uint16_t*, HostSpace> bf16_buf;
+  std::uint16_t* ensure_bf16(long n);
 };
+
+// Whether the bf16 (AMX) attention kernels can run in this process, and why not.
+bool bf16_attention_available();
+std::string bf16_attention_unavailable_reason();
 
 // q, k, v, o: [B*H, N, dh]; p: [B*H, N, N] (dense) or empty (tiled); lse: [B*H, N].
 template <class T>

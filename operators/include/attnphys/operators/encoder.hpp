@@ -17,6 +17,9 @@ namespace attnphys::ops {
 
 // Absolute positional information added to the embedded tokens.
 enum class PositionalKind { None, Sinusoidal, Learned, Coords };
+// Arithmetic of softmax attention: float32 throughout, or bf16 products with float32 accumulation and softmax on
+// Intel AMX (AttentionScratch::bf16; tiled attention, head width 16, no mask or relative bias, float32 models).
+enum class AttentionPrecision { Float32, BF16 };
 
 }  // namespace attnphys::ops
 
@@ -27,6 +30,16 @@ struct EnumNames<ops::PositionalKind> {
                                                              {ops::PositionalKind::Sinusoidal, "sinusoidal"},
                                                              {ops::PositionalKind::Learned, "learned"},
                                                              {ops::PositionalKind::Coords, "coords"}};
+};
+template <>
+struct EnumNames<MatmulPrecision> {
+  static constexpr EnumName<MatmulPrecision> values[] = {{MatmulPrecision::Float32, "float32"},
+                                                         {MatmulPrecision::BF16, "bf16"}};
+};
+template <>
+struct EnumNames<ops::AttentionPrecision> {
+  static constexpr EnumName<ops::AttentionPrecision> values[] = {{ops::AttentionPrecision::Float32, "float32"},
+                                                                 {ops::AttentionPrecision::BF16, "bf16"}};
 };
 }  // namespace attnphys
 
@@ -54,6 +67,8 @@ struct EncoderOptions {
   long coord_seed = 1234;      // fixes the random frequencies (part of the model, not trained)
   bool final_norm = true;
   double ln_eps = 1e-5;
+  AttentionPrecision attention_precision = AttentionPrecision::Float32;
+  MatmulPrecision matmul_precision = MatmulPrecision::Float32;  // float gemm() calls inside forward / backward
 
   void validate() const;
   void declare(OptionSet& set, const std::string& section = "encoder");

@@ -1,0 +1,390 @@
+// bf16 attention on Intel AMX: see attention_amx.hpp.
+//
+// Layouts (np = n rounded up to 128; every buffer bf16, zero past n):
+//   QS  [nbh, np, 16]        q log2(e) / sqrt(16), rows: the A operand of s = q kᵀ (K = 16 dimensions, 32 bytes a row)
+//   KV  [nbh, np/16, 8, 32]  keys in VNNI pairs of dimensions: KV[b][p][2j + t] = k[16b + j][2p + t], the B operand
+//                            of s = q kᵀ for 16 keys; VT is the same layout of v (dp = dO vᵀ)
+//   VV  [nbh, np/32, 16, 32] values in VNNI pairs of keys: VV[b][p][2c + t] = v[32b + 2p + t][c], the B operand of
+//                            o = p v for 32 keys
+//   KK  [nbh, np/16, 8, 32]  keys in VNNI pairs of keys: KK[b][p][2c + t] = k[16b + 2p + t][c] (dq = dS k)
+//   DO  [nbh, np, 16]        dO rows (dp = dO vᵀ); DOT, QST [nbh, 16, np]: dOᵀ and (q / 4)ᵀ, the A operands of
+//                            dvᵀ = dOᵀ p and dkᵀ = (q/4)ᵀ dS (K = 32 queries)
+// Scores come in base-2 units (log2 e folded into QS), so every exponential is a 2^x: a degree-5 polynomial on the
+// fraction and one VSCALEFPS for the integer part.
+// Forward: one work item per (head slice, 16 query rows); key blocks of 128: eight s tiles (16 × 16 float32), the
+// online softmax on AVX-512, p rounded to bf16, two p v products into a tile that is added to the float32 output
+// rows. Backward: one work item per head slice, key blocks of 16 (dvᵀ and dkᵀ accumulate in two tiles over all
+// query blocks of 32), per query block s and dp by tiles, p = exp(s - lse) and dS = p (dp - D) on AVX-512, then
+// the three products; dq accumulates in float32 in the output.
+#include "attention_amx.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "attnphys/core/parallel.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !(defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL))
+#define ATTNPHYS_AMX 1
+#include <immintrin.h>
+#endif
+
+namespace attnphys::ops::amx {
+
+long forward_scratch(long nbh, long n) {
+  const long np = (n + 127) / 128 * 128;
+  return 3 * nbh * np * kHeadDim;
+}
+long backward_scratch(long nbh, long n) {
+  const long np = (n + 127) / 128 * 128;
+  return 7 * nbh * np * kHeadDim;
+}
+
+#ifdef ATTNPHYS_AMX
+namespace {
+
+#define AMX_FN __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16,fma")))
+// GCC's tile loads and _tile_loadconfig are asm statements that do not declare the memory they read: a compiler
+// barrier before each one keeps the stores that fill their buffers in front of them.
+#define AMX_BARRIER() __asm__ volatile("" ::: "memory")
+#define TILE_LOAD(t, base, stride) \
+  do {                             \
+    AMX_BARRIER();                 \
+    _tile_loadd(t, base, stride);  \
+  } while (0)
+
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  std::uint16_t colsb[16] = {};
+  std::uint8_t rows[16] = {};
+  void set(int t, int r, int bytes) {
+    rows[t] = std::uint8_t(r);
+    colsb[t] = std::uint16_t(bytes);
+  }
+};
+
+inline std::uint16_t to_bf16(float x) {  // round to nearest even (inputs are finite)
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return std::uint16_t(u >> 16);
+}
+
+// 2^t on 16 lanes: round t to the nearest integer k, 2^(t - k) by its Taylor polynomial of degree 5 on
+// [-0.5, 0.5] (relative error <= 3e-6, far below bf16's 2^-9), times 2^k by VSCALEFPS (0 for t below about -150).
+AMX_FN inline __m512 exp2_16(__m512 t) {
+  const __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(t, k);
+  __m512 p = _mm512_set1_ps(1.3333558146428443e-3f);  // ln2^5 / 120
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618129107628477e-3f));  // ln2^4 / 24
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550410866482158e-2f));  // ln2^3 / 6
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.2402265069591007f));    // ln2^2 / 2
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.6931471805599453f));    // ln2
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, k);
+}
+constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+
+// Two float rows a, b (16 lanes each) as VNNI pairs: out[2j + t] = (t ? b : a)[j], in bf16.
+AMX_FN inline __m512i vnni_pair(__m512 a, __m512 b) {
+  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                       21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(b, a));
+}
+
+struct Layout {
+  long n, np, nb16, nb32;
+  explicit Layout(long n_) : n(n_), np((n_ + 127) / 128 * 128), nb16(np / 16), nb32(np / 32) {}
+  long slice() const { return np * kHeadDim; }  // elements of one head slice in every layout
+};
+
+// Rows [nbh, np, 16] of src * scale (zero past n).
+void pack_rows(std::uint16_t* dst, const float* src, float scale, long nbh, const Layout& L) {
+  attnphys::parallel_for("attnphys::amx_pack_rows", nbh, [=](long bh) {
+    std::uint16_t* d = dst + bh * L.slice();
+    const float* s = src + bh * L.n * kHeadDim;
+    for (long x = 0; x < L.n * kHeadDim; ++x) d[x] = to_bf16(s[x] * scale);
+    for (long x = L.n * kHeadDim; x < L.slice(); ++x) d[x] = 0;
+  });
+}
+// Transposed [nbh, 16, np] of src * scale.
+void pack_transposed(std::uint16_t* dst, const float* src, float scale, long nbh, const Layout& L) {
+  attnphys::parallel_for("attnphys::amx_pack_transposed", nbh, [=](long bh) {
+    std::uint16_t* d = dst + bh * L.slice();
+    const float* s = src + bh * L.n * kHeadDim;
+    for (long c = 0; c < kHeadDim; ++c) {
+      for (long i = 0; i < L.n; ++i) d[c * L.np + i] = to_bf16(s[i * kHeadDim + c] * scale);
+      for (long i = L.n; i < L.np; ++i) d[c * L.np + i] = 0;
+    }
+  });
+}
+// VNNI pairs of dimensions per 16 rows: d[b][p][2j + t] = src[16b + j][2p + t] (the KV layout).
+void pack_dim_pairs(std::uint16_t* dst, const float* src, long nbh, const Layout& L) {
+  attnphys::parallel_for("attnphys::amx_pack_dim_pairs", nbh, [=](long bh) {
+    std::uint16_t* d = dst + bh * L.slice();
+    const float* s = src + bh * L.n * kHeadDim;
+    for (long b = 0; b < L.nb16; ++b)
+      for (long p = 0; p < 8; ++p)
+        for (long j = 0; j < 16; ++j)
+          for (long t = 0; t < 2; ++t) {
+            const long row = 16 * b + j;
+            d[(b * 8 + p) * 32 + 2 * j + t] = row < L.n ? to_bf16(s[row * kHeadDim + 2 * p + t]) : 0;
+          }
+  });
+}
+// VNNI pairs of rows: d[p][2c + t] = src[2p + t][c] over all rows (the VV and KK layouts: the same bytes, read as
+// blocks of 32 rows (16 pair rows) or of 16 rows (8 pair rows)).
+void pack_row_pairs(std::uint16_t* dst, const float* src, long nbh, const Layout& L) {
+  attnphys::parallel_for("attnphys::amx_pack_row_pairs", nbh, [=](long bh) {
+    std::uint16_t* d = dst + bh * L.slice();
+    const float* s = src + bh * L.n * kHeadDim;
+    for (long p = 0; p < L.np / 2; ++p)
+      for (long c = 0; c < 16; ++c)
+        for (long t = 0; t < 2; ++t) {
+          const long row = 2 * p + t;
+          d[p * 32 + 2 * c + t] = row < L.n ? to_bf16(s[row * kHeadDim + c]) : 0;
+        }
+  });
+}
+
+// p v of one key block (p rows from p, 128 keys at key j0) into tile 5, stored to pv.
+AMX_FN inline void pv_block(float (&pv)[16][16], const std::uint16_t* p, const std::uint16_t* vvb, long j0, long valid) {
+  _tile_zero(5);
+  for (int h = 0; h < 4; ++h) {
+    if (32 * h >= valid) break;  // p and the values are 0 there
+    TILE_LOAD(3, p + 32 * h, 128 * 2);
+    TILE_LOAD(4, vvb + (j0 / 32 + h) * 16 * 32, 64);
+    _tile_dpbf16ps(5, 3, 4);
+  }
+  _tile_stored(5, &pv[0][0], 64);
+}
+
+AMX_FN void forward_item(float* o, float* lse, const std::uint16_t* qs, const std::uint16_t* kv,
+                         const std::uint16_t* vv, const Layout& L, long bh, long i0) {
+  constexpr int KB = 128, KW = KB / 16;  // keys per block, vectors (and s tiles) per row of a block
+  TileConfig cfg;
+  cfg.set(0, 16, 64);  // s tile (16 queries × 16 keys, float32)
+  cfg.set(1, 16, 32);  // q rows (16 × 16 dims)
+  cfg.set(2, 8, 64);   // keys, VNNI (8 dimension pairs × 16 keys)
+  cfg.set(3, 16, 64);  // p rows (16 × 32 keys)
+  cfg.set(4, 16, 64);  // values, VNNI (16 key pairs × 16 dims)
+  cfg.set(5, 16, 64);  // p v (16 × 16 dims)
+  AMX_BARRIER();
+  _tile_loadconfig(&cfg);
+  TILE_LOAD(1, qs + bh * L.slice() + i0 * 16, 32);
+  // p of a block is written by vector stores and read by tile loads; a tile load right after the stores waits for
+  // them to drain, so p v of block b runs after the softmax of block b + 1 (p double-buffered), and the output rows
+  // are rescaled one block late: acc = (acc + p_b v) · 2^(m_b - m_(b+1)).
+  alignas(64) float s[16][KB];
+  alignas(64) std::uint16_t p[2][16][KB];
+  alignas(64) float pv[16][16];
+  __m512 acc[16], l[16];  // output rows; running sums as 16 partial sums each
+  float m[16], alpha[16];  // running maxima (base 2); the rescale of the pending block
+  for (int r = 0; r < 16; ++r) {
+    acc[r] = l[r] = _mm512_setzero_ps();
+    m[r] = 0.0f;
+  }
+  const std::uint16_t* kvb = kv + bh * L.slice();
+  const std::uint16_t* vvb = vv + bh * L.slice();
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  long prev_j0 = -1, prev_valid = 0;
+  for (long j0 = 0, blk = 0; j0 < L.n; j0 += KB, ++blk) {
+    for (int t = 0; t < KW; ++t) {
+      _tile_zero(0);
+      TILE_LOAD(2, kvb + (j0 / 16 + t) * 8 * 32, 64);
+      _tile_dpbf16ps(0, 1, 2);
+      _tile_stored(0, &s[0][t * 16], KB * 4);
+    }
+    const long valid = L.n - j0 < KB ? L.n - j0 : KB;
+    __mmask16 km[KW];
+    for (int w = 0; w < KW; ++w) {
+      const long v = valid - 16 * w;
+      km[w] = v >= 16 ? __mmask16(0xffff) : v <= 0 ? __mmask16(0) : __mmask16((1u << v) - 1u);
+    }
+    const int wlive = int((valid + 15) / 16);  // vectors with at least one key
+    std::uint16_t(&pb)[16][KB] = p[blk & 1];
+    for (int r = 0; r < 16; ++r) {
+      __m512 mx = ninf;
+      for (int w = 0; w < wlive; ++w) mx = _mm512_max_ps(mx, _mm512_mask_blend_ps(km[w], ninf, _mm512_load_ps(&s[r][16 * w])));
+      const float mt = _mm512_reduce_max_ps(mx);
+      const float m_new = j0 == 0 || mt > m[r] ? mt : m[r];
+      const __m512 mv = _mm512_set1_ps(m_new);
+      __m512 sum = _mm512_setzero_ps();
+      for (int w = 0; w < KW; w += 2) {
+        __m512 e0 = _mm512_setzero_ps(), e1 = _mm512_setzero_ps();
+        if (w < wlive) e0 = _mm512_maskz_mov_ps(km[w], exp2_16(_mm512_sub_ps(_mm512_load_ps(&s[r][16 * w]), mv)));
+        if (w + 1 < wlive)
+          e1 = _mm512_maskz_mov_ps(km[w + 1], exp2_16(_mm512_sub_ps(_mm512_load_ps(&s[r][16 * w + 16]), mv)));
+        sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
+        _mm512_store_si512(&pb[r][16 * w], (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
+      }
+      if (j0 == 0) {
+        l[r] = sum;
+        alpha[r] = 1.0f;
+      } else if (m_new > m[r]) {
+        alpha[r] = std::exp2(m[r] - m_new);
+        l[r] = _mm512_fmadd_ps(l[r], _mm512_set1_ps(alpha[r]), sum);
+      } else {
+        alpha[r] = 1.0f;
+        l[r] = _mm512_add_ps(l[r], sum);
+      }
+      m[r] = m_new;
+    }
+    if (prev_j0 >= 0) {  // the previous block's p v, then this block's rescale
+      pv_block(pv, &p[(blk - 1) & 1][0][0], vvb, prev_j0, prev_valid);
+      for (int r = 0; r < 16; ++r)
+        acc[r] = _mm512_mul_ps(_mm512_add_ps(acc[r], _mm512_load_ps(&pv[r][0])), _mm512_set1_ps(alpha[r]));
+    }
+    prev_j0 = j0;
+    prev_valid = valid;
+  }
+  const long last = (L.n - 1) / KB;
+  pv_block(pv, &p[last & 1][0][0], vvb, prev_j0, prev_valid);
+  for (int r = 0; r < 16; ++r) acc[r] = _mm512_add_ps(acc[r], _mm512_load_ps(&pv[r][0]));
+  _tile_release();
+  for (int r = 0; r < 16 && i0 + r < L.n; ++r) {
+    const long i = i0 + r;
+    const float sum = _mm512_reduce_add_ps(l[r]);
+    _mm512_storeu_ps(o + (bh * L.n + i) * 16, _mm512_mul_ps(acc[r], _mm512_set1_ps(1.0f / sum)));
+    lse[bh * L.n + i] = (m[r] + std::log2(sum)) * kLn2;  // natural log, as the float32 kernels save it
+  }
+}
+
+AMX_FN void backward_item(float* dq, float* dk, float* dv, const float* lse, const float* rowdot,
+                          const std::uint16_t* qs, const std::uint16_t* qst, const std::uint16_t* kv,
+                          const std::uint16_t* kk, const std::uint16_t* vt, const std::uint16_t* dob,
+                          const std::uint16_t* dot, const Layout& L, long bh) {
+  TileConfig cfg;
+  cfg.set(0, 16, 64);  // dvᵀ accumulator (16 dims × 16 keys)
+  cfg.set(1, 16, 64);  // dkᵀ accumulator
+  cfg.set(2, 16, 64);  // scratch product (s, dp, dq rows)
+  cfg.set(3, 16, 32);  // A with K = 16: q rows, dO rows, dS rows
+  cfg.set(4, 8, 64);   // B with K = 16: KV, VT, KK blocks
+  cfg.set(5, 16, 64);  // A with K = 32 queries: dOᵀ, qᵀ
+  cfg.set(6, 16, 64);  // B with K = 32 queries: p, dS in VNNI pairs of queries
+  AMX_BARRIER();
+  _tile_loadconfig(&cfg);
+  const long n = L.n, so = bh * L.slice();
+  float* dqb = dq + bh * n * 16;
+  float* dkb = dk + bh * n * 16;
+  float* dvb = dv + bh * n * 16;
+  const float* lb = lse + bh * n;
+  const float* db = rowdot + bh * n;
+  for (long x = 0; x < n * 16; ++x) dqb[x] = 0.0f;
+  alignas(64) float s[32][16], dp[32][16], tmp[16][16];
+  alignas(64) std::uint16_t pv[16][32], dsv[16][32], dsr[32][16];
+  for (long kb = 0; kb * 16 < n; ++kb) {
+    const long kvalid = n - kb * 16 < 16 ? n - kb * 16 : 16;
+    const __mmask16 km = kvalid >= 16 ? __mmask16(0xffff) : __mmask16((1u << kvalid) - 1u);
+    _tile_zero(0);
+    _tile_zero(1);
+    const std::uint16_t* kvk = kv + so + kb * 8 * 32;
+    const std::uint16_t* vtk = vt + so + kb * 8 * 32;
+    const std::uint16_t* kkk = kk + so + kb * 8 * 32;
+    for (long i0 = 0; i0 < n; i0 += 32) {
+      TILE_LOAD(4, kvk, 64);
+      for (int h = 0; h < 2; ++h) {
+        _tile_zero(2);
+        TILE_LOAD(3, qs + so + (i0 + 16 * h) * 16, 32);
+        _tile_dpbf16ps(2, 3, 4);
+        _tile_stored(2, &s[16 * h][0], 64);
+      }
+      TILE_LOAD(4, vtk, 64);
+      for (int h = 0; h < 2; ++h) {
+        _tile_zero(2);
+        TILE_LOAD(3, dob + so + (i0 + 16 * h) * 16, 32);
+        _tile_dpbf16ps(2, 3, 4);
+        _tile_stored(2, &dp[16 * h][0], 64);
+      }
+      for (int rp = 0; rp < 16; ++rp) {
+        __m512 e[2], d[2];
+        for (int t = 0; t < 2; ++t) {
+          const long i = i0 + 2 * rp + t;
+          if (i < n) {
+            const __m512 x = _mm512_sub_ps(_mm512_load_ps(&s[2 * rp + t][0]), _mm512_set1_ps(lb[i] * kLog2e));
+            e[t] = _mm512_maskz_mov_ps(km, exp2_16(x));
+            d[t] = _mm512_mul_ps(e[t], _mm512_sub_ps(_mm512_load_ps(&dp[2 * rp + t][0]), _mm512_set1_ps(db[i])));
+          } else {
+            e[t] = d[t] = _mm512_setzero_ps();
+          }
+          _mm256_store_si256(reinterpret_cast<__m256i*>(&dsr[2 * rp + t][0]), (__m256i)_mm512_cvtneps_pbh(d[t]));
+        }
+        _mm512_store_si512(&pv[rp][0], vnni_pair(e[0], e[1]));
+        _mm512_store_si512(&dsv[rp][0], vnni_pair(d[0], d[1]));
+      }
+      TILE_LOAD(5, dot + so + i0, L.np * 2);  // dvᵀ += dOᵀ p
+      TILE_LOAD(6, &pv[0][0], 64);
+      _tile_dpbf16ps(0, 5, 6);
+      TILE_LOAD(5, qst + so + i0, L.np * 2);  // dkᵀ += (q/4)ᵀ dS
+      TILE_LOAD(6, &dsv[0][0], 64);
+      _tile_dpbf16ps(1, 5, 6);
+      TILE_LOAD(4, kkk, 64);  // dq rows += dS k (scaled at the end)
+      for (int h = 0; h < 2; ++h) {
+        _tile_zero(2);
+        TILE_LOAD(3, &dsr[16 * h][0], 32);
+        _tile_dpbf16ps(2, 3, 4);
+        _tile_stored(2, &tmp[0][0], 64);
+        for (int r = 0; r < 16; ++r) {
+          const long i = i0 + 16 * h + r;
+          if (i >= n) break;
+          float* row = dqb + i * 16;
+          _mm512_storeu_ps(row, _mm512_add_ps(_mm512_loadu_ps(row), _mm512_load_ps(&tmp[r][0])));
+        }
+      }
+    }
+    _tile_stored(0, &s[0][0], 64);  // dvᵀ [16 dims][16 keys]
+    _tile_stored(1, &dp[0][0], 64);  // dkᵀ
+    for (long j = 0; j < kvalid; ++j)
+      for (int c = 0; c < 16; ++c) {
+        dvb[(kb * 16 + j) * 16 + c] = s[c][j];
+        dkb[(kb * 16 + j) * 16 + c] = dp[c][j];
+      }
+  }
+  _tile_release();
+  for (long x = 0; x < n * 16; ++x) dqb[x] *= 0.25f;  // 1 / sqrt(16)
+}
+
+}  // namespace
+
+void forward(float* o, float* lse, const float* q, const float* k, const float* v, long nbh, long n,
+             std::uint16_t* scratch) {
+  const Layout L(n);
+  std::uint16_t* qs = scratch;
+  std::uint16_t* kv = qs + nbh * L.slice();
+  std::uint16_t* vv = kv + nbh * L.slice();
+  pack_rows(qs, q, 0.25f * kLog2e, nbh, L);
+  pack_dim_pairs(kv, k, nbh, L);
+  pack_row_pairs(vv, v, nbh, L);
+  const long qblocks = (n + 15) / 16;
+  attnphys::parallel_for("attnphys::attention_amx_forward", nbh * qblocks, [=](long it) {
+    forward_item(o, lse, qs, kv, vv, L, it / qblocks, (it % qblocks) * 16);
+  });
+}
+
+void backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k, const float* v,
+              const float* lse, const float* rowdot, long nbh, long n, std::uint16_t* scratch) {
+  const Layout L(n);
+  const long sl = nbh * L.slice();
+  std::uint16_t *qs = scratch, *qst = qs + sl, *kv = qst + sl, *kk = kv + sl, *vt = kk + sl, *dob = vt + sl,
+                *dot = dob + sl;
+  pack_rows(qs, q, 0.25f * kLog2e, nbh, L);
+  pack_transposed(qst, q, 0.25f, nbh, L);
+  pack_dim_pairs(kv, k, nbh, L);
+  pack_row_pairs(kk, k, nbh, L);
+  pack_dim_pairs(vt, v, nbh, L);
+  pack_rows(dob, dout, 1.0f, nbh, L);
+  pack_transposed(dot, dout, 1.0f, nbh, L);
+  attnphys::parallel_for("attnphys::attention_amx_backward", nbh, [=](long bh) {
+    backward_item(dq, dk, dv, lse, rowdot, qs, qst, kv, kk, vt, dob, dot, L, bh);
+  });
+}
+
+#else  // no AMX in this build
+
+void forward(float*, float*, const float*, const float*, const float*, long, long, std::uint16_t*) {}
+void backward(float*, float*, float*, const float*, const float*, const float*, const float*, const float*,
+              const float*, long, long, std::uint16_t*) {}
+
+#endif
+
+}  // namespace attnphys::ops::amx
