@@ -14,11 +14,9 @@
 #include "attnphys/core/error.hpp"
 #include "attnphys/core/parallel.hpp"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !(defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL))
-#define ATTNPHYS_AMX 1
+#include "attnphys/core/amx_kernels.hpp"
+#ifdef ATTNPHYS_AMX
 #include <cpuid.h>
-#include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -48,41 +46,9 @@ const std::string& reason() {
   return r;
 }
 
-#define AMX_FN __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16,fma")))
-// GCC's tile loads and _tile_loadconfig are asm statements that do not declare the memory they read: a compiler
-// barrier before each keeps the stores that fill their buffers in front of them.
-#define AMX_BARRIER() __asm__ volatile("" ::: "memory")
-#define TILE_LOAD(t, base, stride) \
-  do {                             \
-    AMX_BARRIER();                 \
-    _tile_loadd(t, base, stride);  \
-  } while (0)
-
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  std::uint16_t colsb[16] = {};
-  std::uint8_t rows[16] = {};
-};
+using namespace kernels;
 
 constexpr long kTile = 512;  // bf16 elements of one packed tile (16 × 32)
-
-// 16 floats from p (lanes < count; the rest 0).
-AMX_FN inline __m512 load16(const float* p, long count) {
-  if (count >= 16) return _mm512_loadu_ps(p);
-  if (count <= 0) return _mm512_setzero_ps();
-  return _mm512_maskz_loadu_ps(__mmask16((1u << count) - 1u), p);
-}
-// Two float rows as VNNI pairs in bf16: out[2j + t] = (t ? b : a)[j].
-AMX_FN inline __m512i vnni_pair(__m512 a, __m512 b) {
-  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                                       21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-  return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(b, a));
-}
-// out[r][c] = in[c][r] for a 16 × 16 matrix of 32-bit values (through memory; 1 KB).
-inline void transpose16(std::uint32_t* out, const std::uint32_t* in) {
-  for (int r = 0; r < 16; ++r)
-    for (int c = 0; c < 16; ++c) out[r * 16 + c] = in[c * 16 + r];
-}
 
 // A tiles of op(A) [m × k]: rows i, K contiguous.
 // Tile row mb of op(A) (rows 16 mb .. 16 mb + 15, all of K) into slot `slot` of ap.
@@ -98,7 +64,7 @@ AMX_FN void pack_a_rows(std::uint16_t* ap, bool ta, const float* a, long lda, lo
           __m512i v = _mm512_setzero_si512();
           if (i < m) {
             const float* row = a + i * lda + k0;
-            v = (__m512i)_mm512_cvtne2ps_pbh(load16(row + 16, k - k0 - 16), load16(row, k - k0));
+            v = bf16x32(load16(row, k - k0), load16(row + 16, k - k0 - 16));
           }
           _mm512_store_si512(tile + r * 32, v);
         }
@@ -137,7 +103,7 @@ AMX_FN void pack_b_cols(std::uint16_t* bp, bool tb, const float* b, long ldb, lo
           __m512i v = _mm512_setzero_si512();
           if (j < cols) {
             const float* row = b + (16 * nb + j) * ldb + k0;
-            v = (__m512i)_mm512_cvtne2ps_pbh(load16(row + 16, k - k0 - 16), load16(row, k - k0));
+            v = bf16x32(load16(row, k - k0), load16(row + 16, k - k0 - 16));
           }
           _mm512_store_si512(&rows[j][0], v);
         }

@@ -23,11 +23,7 @@
 
 #include "attnphys/core/parallel.hpp"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !(defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL))
-#define ATTNPHYS_AMX 1
-#include <immintrin.h>
-#endif
+#include "attnphys/core/amx_kernels.hpp"
 
 namespace attnphys::ops::amx {
 
@@ -43,54 +39,9 @@ long backward_scratch(long nbh, long n) {
 #ifdef ATTNPHYS_AMX
 namespace {
 
-#define AMX_FN __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16,fma")))
-// GCC's tile loads and _tile_loadconfig are asm statements that do not declare the memory they read: a compiler
-// barrier before each one keeps the stores that fill their buffers in front of them.
-#define AMX_BARRIER() __asm__ volatile("" ::: "memory")
-#define TILE_LOAD(t, base, stride) \
-  do {                             \
-    AMX_BARRIER();                 \
-    _tile_loadd(t, base, stride);  \
-  } while (0)
+using namespace attnphys::amx::kernels;
 
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  std::uint16_t colsb[16] = {};
-  std::uint8_t rows[16] = {};
-  void set(int t, int r, int bytes) {
-    rows[t] = std::uint8_t(r);
-    colsb[t] = std::uint16_t(bytes);
-  }
-};
-
-inline std::uint16_t to_bf16(float x) {  // round to nearest even (inputs are finite)
-  std::uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return std::uint16_t(u >> 16);
-}
-
-// 2^t on 16 lanes: round t to the nearest integer k, 2^(t - k) by its Taylor polynomial of degree 5 on
-// [-0.5, 0.5] (relative error <= 3e-6, far below bf16's 2^-9), times 2^k by VSCALEFPS (0 for t below about -150).
-AMX_FN inline __m512 exp2_16(__m512 t) {
-  const __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(t, k);
-  __m512 p = _mm512_set1_ps(1.3333558146428443e-3f);  // ln2^5 / 120
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618129107628477e-3f));  // ln2^4 / 24
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550410866482158e-2f));  // ln2^3 / 6
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.2402265069591007f));    // ln2^2 / 2
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.6931471805599453f));    // ln2
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, k);
-}
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
-
-// Two float rows a, b (16 lanes each) as VNNI pairs: out[2j + t] = (t ? b : a)[j], in bf16.
-AMX_FN inline __m512i vnni_pair(__m512 a, __m512 b) {
-  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                                       21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-  return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(b, a));
-}
 
 struct Layout {
   long n, np, nb16, nb32;
@@ -98,52 +49,66 @@ struct Layout {
   long slice() const { return np * kHeadDim; }  // elements of one head slice in every layout
 };
 
-// Rows [nbh, np, 16] of src * scale (zero past n).
-void pack_rows(std::uint16_t* dst, const float* src, float scale, long nbh, const Layout& L) {
-  attnphys::parallel_for("attnphys::amx_pack_rows", nbh, [=](long bh) {
-    std::uint16_t* d = dst + bh * L.slice();
-    const float* s = src + bh * L.n * kHeadDim;
-    for (long x = 0; x < L.n * kHeadDim; ++x) d[x] = to_bf16(s[x] * scale);
-    for (long x = L.n * kHeadDim; x < L.slice(); ++x) d[x] = 0;
-  });
+// Row r of one head slice (16 floats) times scale, 0 past n.
+AMX_FN inline __m512 row16(const float* s, long r, long n, __m512 scale) {
+  return r < n ? _mm512_mul_ps(_mm512_loadu_ps(s + r * kHeadDim), scale) : _mm512_setzero_ps();
 }
-// Transposed [nbh, 16, np] of src * scale.
-void pack_transposed(std::uint16_t* dst, const float* src, float scale, long nbh, const Layout& L) {
-  attnphys::parallel_for("attnphys::amx_pack_transposed", nbh, [=](long bh) {
-    std::uint16_t* d = dst + bh * L.slice();
-    const float* s = src + bh * L.n * kHeadDim;
-    for (long c = 0; c < kHeadDim; ++c) {
-      for (long i = 0; i < L.n; ++i) d[c * L.np + i] = to_bf16(s[i * kHeadDim + c] * scale);
-      for (long i = L.n; i < L.np; ++i) d[c * L.np + i] = 0;
-    }
-  });
+// Rows [np, 16] of src * scale (zero past n).
+AMX_FN void pack_rows_slice(std::uint16_t* d, const float* s, float scale, const Layout& L) {
+  const __m512 sc = _mm512_set1_ps(scale);
+  for (long i = 0; i < L.np; ++i)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i * 16), bf16x16(row16(s, i, L.n, sc)));
 }
-// VNNI pairs of dimensions per 16 rows: d[b][p][2j + t] = src[16b + j][2p + t] (the KV layout).
-void pack_dim_pairs(std::uint16_t* dst, const float* src, long nbh, const Layout& L) {
-  attnphys::parallel_for("attnphys::amx_pack_dim_pairs", nbh, [=](long bh) {
-    std::uint16_t* d = dst + bh * L.slice();
-    const float* s = src + bh * L.n * kHeadDim;
-    for (long b = 0; b < L.nb16; ++b)
-      for (long p = 0; p < 8; ++p)
-        for (long j = 0; j < 16; ++j)
-          for (long t = 0; t < 2; ++t) {
-            const long row = 16 * b + j;
-            d[(b * 8 + p) * 32 + 2 * j + t] = row < L.n ? to_bf16(s[row * kHeadDim + 2 * p + t]) : 0;
-          }
-  });
+// Transposed [16, np] of src * scale: VNNI pairs of rows are 32-bit pairs (row pair, column); a 16 × 16 transpose
+// of 32 rows at a time gives 32 consecutive entries of each column.
+AMX_FN void pack_transposed_slice(std::uint16_t* d, const float* s, float scale, const Layout& L) {
+  const __m512 sc = _mm512_set1_ps(scale);
+  alignas(64) std::uint32_t pairs[16][16];
+  for (long i0 = 0; i0 < L.np; i0 += 32) {
+    for (int p = 0; p < 16; ++p)
+      _mm512_store_si512(&pairs[p][0], vnni_pair(row16(s, i0 + 2 * p, L.n, sc), row16(s, i0 + 2 * p + 1, L.n, sc)));
+    transpose16(&pairs[0][0], &pairs[0][0]);
+    for (int c = 0; c < 16; ++c) _mm512_storeu_si512(d + c * L.np + i0, _mm512_load_si512(&pairs[c][0]));
+  }
+}
+// VNNI pairs of dimensions per 16 rows: d[b][p][2j + t] = src[16b + j][2p + t] (the KV layout): row j in bf16 is the
+// 8 pairs (p, j); a transpose puts them in rows p.
+AMX_FN void pack_dim_pairs_slice(std::uint16_t* d, const float* s, const Layout& L) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  alignas(64) std::uint32_t m[16][16];
+  for (long b = 0; b < L.nb16; ++b) {
+    for (int j = 0; j < 16; ++j)
+      _mm512_store_si512(&m[j][0], _mm512_zextsi256_si512(bf16x16(row16(s, 16 * b + j, L.n, one))));
+    transpose16(&m[0][0], &m[0][0]);
+    for (int p = 0; p < 8; ++p) _mm512_storeu_si512(d + (b * 8 + p) * 32, _mm512_load_si512(&m[p][0]));
+  }
 }
 // VNNI pairs of rows: d[p][2c + t] = src[2p + t][c] over all rows (the VV and KK layouts: the same bytes, read as
 // blocks of 32 rows (16 pair rows) or of 16 rows (8 pair rows)).
+AMX_FN void pack_row_pairs_slice(std::uint16_t* d, const float* s, const Layout& L) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (long p = 0; p < L.np / 2; ++p)
+    _mm512_storeu_si512(d + p * 32, vnni_pair(row16(s, 2 * p, L.n, one), row16(s, 2 * p + 1, L.n, one)));
+}
+
+void pack_rows(std::uint16_t* dst, const float* src, float scale, long nbh, const Layout& L) {
+  attnphys::parallel_for("attnphys::amx_pack_rows", nbh, [=](long bh) {
+    pack_rows_slice(dst + bh * L.slice(), src + bh * L.n * kHeadDim, scale, L);
+  });
+}
+void pack_transposed(std::uint16_t* dst, const float* src, float scale, long nbh, const Layout& L) {
+  attnphys::parallel_for("attnphys::amx_pack_transposed", nbh, [=](long bh) {
+    pack_transposed_slice(dst + bh * L.slice(), src + bh * L.n * kHeadDim, scale, L);
+  });
+}
+void pack_dim_pairs(std::uint16_t* dst, const float* src, long nbh, const Layout& L) {
+  attnphys::parallel_for("attnphys::amx_pack_dim_pairs", nbh, [=](long bh) {
+    pack_dim_pairs_slice(dst + bh * L.slice(), src + bh * L.n * kHeadDim, L);
+  });
+}
 void pack_row_pairs(std::uint16_t* dst, const float* src, long nbh, const Layout& L) {
   attnphys::parallel_for("attnphys::amx_pack_row_pairs", nbh, [=](long bh) {
-    std::uint16_t* d = dst + bh * L.slice();
-    const float* s = src + bh * L.n * kHeadDim;
-    for (long p = 0; p < L.np / 2; ++p)
-      for (long c = 0; c < 16; ++c)
-        for (long t = 0; t < 2; ++t) {
-          const long row = 2 * p + t;
-          d[p * 32 + 2 * c + t] = row < L.n ? to_bf16(s[row * kHeadDim + c]) : 0;
-        }
+    pack_row_pairs_slice(dst + bh * L.slice(), src + bh * L.n * kHeadDim, L);
   });
 }
 
@@ -203,20 +168,41 @@ AMX_FN void forward_item(float* o, float* lse, const std::uint16_t* qs, const st
     }
     const int wlive = int((valid + 15) / 16);  // vectors with at least one key
     std::uint16_t(&pb)[16][KB] = p[blk & 1];
+    const bool full = valid == KB;  // no key past n: no masks (every block but the last, when n % 128 != 0)
     for (int r = 0; r < 16; ++r) {
-      __m512 mx = ninf;
-      for (int w = 0; w < wlive; ++w) mx = _mm512_max_ps(mx, _mm512_mask_blend_ps(km[w], ninf, _mm512_load_ps(&s[r][16 * w])));
-      const float mt = _mm512_reduce_max_ps(mx);
+      float mt;
+      if (full) {
+        __m512 mx0 = _mm512_load_ps(&s[r][0]), mx1 = _mm512_load_ps(&s[r][16]);
+        for (int w = 2; w < KW; w += 2) {
+          mx0 = _mm512_max_ps(mx0, _mm512_load_ps(&s[r][16 * w]));
+          mx1 = _mm512_max_ps(mx1, _mm512_load_ps(&s[r][16 * w + 16]));
+        }
+        mt = _mm512_reduce_max_ps(_mm512_max_ps(mx0, mx1));
+      } else {
+        __m512 mx = ninf;
+        for (int w = 0; w < wlive; ++w)
+          mx = _mm512_max_ps(mx, _mm512_mask_blend_ps(km[w], ninf, _mm512_load_ps(&s[r][16 * w])));
+        mt = _mm512_reduce_max_ps(mx);
+      }
       const float m_new = j0 == 0 || mt > m[r] ? mt : m[r];
       const __m512 mv = _mm512_set1_ps(m_new);
       __m512 sum = _mm512_setzero_ps();
-      for (int w = 0; w < KW; w += 2) {
-        __m512 e0 = _mm512_setzero_ps(), e1 = _mm512_setzero_ps();
-        if (w < wlive) e0 = _mm512_maskz_mov_ps(km[w], exp2_16(_mm512_sub_ps(_mm512_load_ps(&s[r][16 * w]), mv)));
-        if (w + 1 < wlive)
-          e1 = _mm512_maskz_mov_ps(km[w + 1], exp2_16(_mm512_sub_ps(_mm512_load_ps(&s[r][16 * w + 16]), mv)));
-        sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
-        _mm512_store_si512(&pb[r][16 * w], (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
+      if (full) {
+        for (int w = 0; w < KW; w += 2) {
+          const __m512 e0 = exp2_16(_mm512_sub_ps(_mm512_load_ps(&s[r][16 * w]), mv));
+          const __m512 e1 = exp2_16(_mm512_sub_ps(_mm512_load_ps(&s[r][16 * w + 16]), mv));
+          sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
+          _mm512_store_si512(&pb[r][16 * w], bf16x32(e0, e1));
+        }
+      } else {
+        for (int w = 0; w < KW; w += 2) {
+          __m512 e0 = _mm512_setzero_ps(), e1 = _mm512_setzero_ps();
+          if (w < wlive) e0 = _mm512_maskz_mov_ps(km[w], exp2_16(_mm512_sub_ps(_mm512_load_ps(&s[r][16 * w]), mv)));
+          if (w + 1 < wlive)
+            e1 = _mm512_maskz_mov_ps(km[w + 1], exp2_16(_mm512_sub_ps(_mm512_load_ps(&s[r][16 * w + 16]), mv)));
+          sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
+          _mm512_store_si512(&pb[r][16 * w], bf16x32(e0, e1));
+        }
       }
       if (j0 == 0) {
         l[r] = sum;
@@ -302,12 +288,12 @@ AMX_FN void backward_item(float* dq, float* dk, float* dv, const float* lse, con
           const long i = i0 + 2 * rp + t;
           if (i < n) {
             const __m512 x = _mm512_sub_ps(_mm512_load_ps(&s[2 * rp + t][0]), _mm512_set1_ps(lb[i] * kLog2e));
-            e[t] = _mm512_maskz_mov_ps(km, exp2_16(x));
+            e[t] = kvalid == 16 ? exp2_16(x) : _mm512_maskz_mov_ps(km, exp2_16(x));
             d[t] = _mm512_mul_ps(e[t], _mm512_sub_ps(_mm512_load_ps(&dp[2 * rp + t][0]), _mm512_set1_ps(db[i])));
           } else {
             e[t] = d[t] = _mm512_setzero_ps();
           }
-          _mm256_store_si256(reinterpret_cast<__m256i*>(&dsr[2 * rp + t][0]), (__m256i)_mm512_cvtneps_pbh(d[t]));
+          _mm256_store_si256(reinterpret_cast<__m256i*>(&dsr[2 * rp + t][0]), bf16x16(d[t]));
         }
         _mm512_store_si512(&pv[rp][0], vnni_pair(e[0], e[1]));
         _mm512_store_si512(&dsv[rp][0], vnni_pair(d[0], d[1]));
