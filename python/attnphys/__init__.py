@@ -41,7 +41,7 @@ def machine():
     to set)."""
     i = info()
     keys = ("cpu_model", "cpu_simd", "blas", "blas_core", "blas_threads", "blas_thread_timeout", "openblas_coretype",
-            "blas_warning",
+            "blas_warning", "amx_bf16",
             "default_execution_space", "concurrency", "host_threads")
     return {k: i[k] for k in keys}
 
