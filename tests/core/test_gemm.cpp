@@ -16,16 +16,29 @@ using namespace attnphys;
 
 namespace {
 
+// Random op(A) [m × k], op(B) [k × n] and C [m × n] (fixed seeds), with host copies of the inputs.
+template <class T>
+struct Operands {
+  View2<T> A, B, C;
+  typename View2<T>::HostMirror hA, hB, hC0;
+  Operands(bool at, bool bt, long m, long n, long k)
+      : A("A", at ? k : m, at ? m : k), B("B", bt ? n : k, bt ? k : n), C("C", m, n) {
+    fill_normal(A, 1, 1);
+    fill_normal(B, 1, 2);
+    fill_normal(C, 1, 3);
+    hA = to_host(A);
+    hB = to_host(B);
+    hC0 = Kokkos::create_mirror_view(C);
+    Kokkos::deep_copy(hC0, C);
+  }
+};
+
 template <class T>
 void check_gemm(char ta, char tb, long m, long n, long k, T alpha, T beta, double tol) {
   const bool at = ta == 'T', bt = tb == 'T';
-  View2<T> A("A", at ? k : m, at ? m : k), B("B", bt ? n : k, bt ? k : n), C("C", m, n);
-  fill_normal(A, 1, 1);
-  fill_normal(B, 1, 2);
-  fill_normal(C, 1, 3);
-  auto hA = to_host(A), hB = to_host(B);
-  auto hC0 = Kokkos::create_mirror_view(C);
-  Kokkos::deep_copy(hC0, C);
+  Operands<T> op(at, bt, m, n, k);
+  auto &A = op.A, &B = op.B, &C = op.C;
+  auto &hA = op.hA, &hB = op.hB, &hC0 = op.hC0;
   std::vector<double> ref(m * n);
   for (long i = 0; i < m; ++i)
     for (long j = 0; j < n; ++j) {
@@ -56,13 +69,9 @@ double bf16_round(float x) {  // round to nearest even, as the AMX packing does
 // float32 product.
 void check_gemm_bf16(char ta, char tb, long m, long n, long k, float alpha, float beta) {
   const bool at = ta == 'T', bt = tb == 'T';
-  View2<float> A("A", at ? k : m, at ? m : k), B("B", bt ? n : k, bt ? k : n), C("C", m, n);
-  fill_normal(A, 1, 1);
-  fill_normal(B, 1, 2);
-  fill_normal(C, 1, 3);
-  auto hA = to_host(A), hB = to_host(B);
-  auto hC0 = Kokkos::create_mirror_view(C);
-  Kokkos::deep_copy(hC0, C);
+  Operands<float> op(at, bt, m, n, k);
+  auto &A = op.A, &B = op.B, &C = op.C;
+  auto &hA = op.hA, &hB = op.hB, &hC0 = op.hC0;
   std::vector<double> ref(m * n), mag(m * n), exact(m * n);
   for (long i = 0; i < m; ++i)
     for (long j = 0; j < n; ++j) {
@@ -113,7 +122,7 @@ TEST(GemmBf16, RefusedWhereAmxIsMissing) {
     return;
   }
   EXPECT_FALSE(amx::unavailable_reason().empty());
-  EXPECT_THROW(MatmulPrecisionScope(MatmulPrecision::BF16), Error);
+  EXPECT_THROW({ MatmulPrecisionScope scope(MatmulPrecision::BF16); }, Error);
 }
 
 class GemmShapes : public ::testing::TestWithParam<std::tuple<char, char, std::tuple<long, long, long>>> {};
