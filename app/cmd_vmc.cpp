@@ -60,6 +60,7 @@ void register_vmc(CLI::App& app) {
       j.set("energy", r.energy).set("energy_error", r.energy_error).set("variance", r.variance);
       j.set("v_score", r.v_score).set("tau", r.tau).set("r_hat", r.r_hat).set("acceptance", r.acceptance);
       j.set("n_parameters", r.n_parameters).set("iterations", r.iterations).set("n_samples", r.n_samples);
+      j.set("converged", r.converged);
       j.set("seconds", r.seconds).set("step_seconds", r.step_seconds).set("estimate_seconds", r.estimate_seconds);
       j.set("n_ranks", Comm::world().size());
       if (r.reference) {
@@ -72,7 +73,8 @@ void register_vmc(CLI::App& app) {
       emit_json(j);
     } else {
       std::cout << std::setprecision(10) << cfg.model.describe() << ", " << ansatz << " ansatz ("
-                << r.n_parameters << " parameters), " << r.iterations << " iterations\n"
+                << r.n_parameters << " parameters), " << r.iterations << " iterations"
+                << (r.converged ? " (converged)" : "") << "\n"
                 << "energy " << r.energy << " ± " << std::setprecision(3) << r.energy_error << "  variance "
                 << r.variance << "  V-score " << r.v_score << "  tau " << r.tau << "  R-hat " << r.r_hat << "\n";
       if (r.reference)

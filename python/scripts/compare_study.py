@@ -1,98 +1,532 @@
 #!/usr/bin/env python3
-"""Energy error against parameter count: DMRG, VMC with an MPS ansatz and the transformer ansatz.
+"""Transformer or MPS? The parameters P(eps, N) each ansatz needs for a relative energy error eps, against N.
 
-Runs `attnphys compare` once per chain length (critical TFIM and Heisenberg, open chains), keeping
-<out>/compare_n<N>.csv and .md, then draws <out>/compare.png: |ΔE|/|E| against the number of parameters on log-log
-axes, one panel per model. With --plot-only it only redraws from the CSV files already in <out>.
+For every chain (critical TFIM h = 1 and the Heisenberg chain, open ends) and chain length N, the study runs
 
-    /usr/bin/python3 python/scripts/compare_study.py --cli build/bin/attnphys --n 16 32 --iters 100 --out docs/study
+  * DMRG over a list of bond dimensions chi (`attnphys compare --methods dmrg`; parameters = entries of the MPS);
+  * the same MPS form optimised by VMC (`attnphys vmc --ansatz mps --chi chi`), each chi with every seed;
+  * the relative-position transformer in a family of sizes (--sizes; `--list-sizes` prints them), every size with
+    every seed (default 3),
+
+each VMC run trained to convergence: the run stops when the energy and its variance have plateaued
+(`vmc.converge_window` = --window: over the last two windows of W iterations the mean energy fell by at most 2
+standard errors and the median variance by less than 10 %, checked once the SR diagonal shift has reached its final
+value after --shift-steps iterations), or at --max-iters, which the tables then say. Then it finds, for each eps,
+the smallest parameter count that reaches it (interpolated log-log between neighbouring sizes / bond dimensions),
+fits P(eps, N) = a N^b per ansatz, says where the fits cross, and draws the plots.
+
+Every run is a *point* with its own result file `<out>/points/<key>.json`, written to a temporary file and renamed;
+a point whose file exists is never run again. A VMC point checkpoints every --checkpoint-every iterations into
+`<work>/<key>.h5` (default work: <out>/work), and a point that was interrupted (kill -9 included) resumes from its
+checkpoint and ends bit-identical to an uninterrupted run. `<out>/study.log` records what each invocation started,
+skipped, resumed and finished. One command per size:
+
+    /usr/bin/python3 python/scripts/compare_study.py --n 16 --out docs/study
+    /usr/bin/python3 python/scripts/compare_study.py --n 32 --out docs/study     # and so on; rerun to continue
+
+Outputs (each written atomically, rebuilt from every point file on each invocation, or alone with --tables-only):
+  points.csv / points.md     every point: chain, n, ansatz, size, chi, seed, params, energy, error bar,
+                             relative error, iterations, converged, wall seconds
+  p_of_n.csv / p_of_n.md     chain, ansatz, n, eps, params (best seed), seeds, params_median, params_worst, bound,
+                             seconds (wall time to reach eps)
+  fits.csv / fits.md         P(eps, N) = a N^b per chain, ansatz and eps, and the N where the fits cross
+  p_of_n.png                 P(eps, N), log-log, with the fits
+  error_vs_params.png        relative error against parameters, one panel per chain and N, one curve per ansatz
 """
 import argparse
 import csv
-import glob
+import json
+import math
 import os
+import signal
 import subprocess
 import sys
+import time
+
+# The transformer family: (d_model, heads, d_ff, patch size, readout units). Parameters grow ~ d_model^2; the learned
+# absolute positions of open chains add ~ d_model * N / patch.
+SIZES = {
+    "xs": dict(d_model=8, n_heads=1, d_ff=16, patch_size=2, hidden=8),
+    "s": dict(d_model=12, n_heads=2, d_ff=24, patch_size=2, hidden=12),
+    "m": dict(d_model=16, n_heads=2, d_ff=32, patch_size=2, hidden=16),
+    "l": dict(d_model=24, n_heads=4, d_ff=48, patch_size=2, hidden=24),
+    "xl": dict(d_model=32, n_heads=4, d_ff=64, patch_size=2, hidden=32),
+}
+CHAINS = ("tfim", "heisenberg")
+ANSATZ_ORDER = ("dmrg", "vmc_mps", "transformer")
+POINT_COLUMNS = ["chain", "n", "ansatz", "size", "chi", "seed", "params", "energy", "energy_error", "reference",
+                 "relative_error", "iterations", "converged", "seconds", "train_seconds"]
+P_COLUMNS = ["chain", "ansatz", "n", "eps", "params", "seeds", "params_median", "params_worst", "bound", "seconds"]
+FIT_COLUMNS = ["chain", "ansatz", "eps", "n_values", "a", "b", "b_error", "crossing_n", "crossing_with"]
 
 
-def run(cli, n, args):
-    prefix = os.path.join(args.out, f"compare_n{n}")
-    cmd = [cli, "compare", "--n", str(n), "--iters", str(args.iters), "--out", prefix,
-           "--models", ",".join(args.models)]
-    cmd += sum((["--set", s] for s in args.set), [])
-    print("+", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True)
+# ---------------------------------------------------------------------------------------------------------------
+# Files: every table and point is written to "<path>.tmp-<pid>" and renamed into place, so a reader (or a kill -9)
+# sees the old file or the new one, never a part of either.
+
+def write_atomic(path, text):
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
-def load(out):
+def csv_text(columns, rows):
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: fmt(r.get(k)) for k in columns})
+    return buf.getvalue()
+
+
+def md_text(columns, rows):
+    out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for r in rows:
+        out.append("| " + " | ".join(fmt(r.get(k), md=True) for k in columns) + " |")
+    return "\n".join(out) + "\n"
+
+
+def fmt(v, md=False):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-" if md else ""
+    if isinstance(v, bool):
+        return "yes" if (md and v) else ("no" if md else str(v).lower())
+    if isinstance(v, float):
+        return f"{v:.3g}" if md else repr(v)
+    return str(v)
+
+
+class StudyLog:
+    """Appends one line per event to <out>/study.log (and prints it)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __call__(self, text):
+        line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} [{os.getpid()}] {text}"
+        print(line, flush=True)
+        with open(self.path, "a") as f:
+            f.write(line + "\n")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Points
+
+def point_key(chain, n, ansatz, size=None, chi=None, seed=None):
+    if ansatz == "dmrg":
+        return f"{chain}_n{n}_dmrg"
+    what = f"chi{chi}" if ansatz == "vmc_mps" else size
+    return f"{chain}_n{n}_{ansatz}_{what}_s{seed}"
+
+
+def chain_flags(chain, n):
+    model = "tfim" if chain == "tfim" else "heisenberg"
+    flags = ["--model", model, "--n", str(n), "--bc", "open"]
+    return flags + (["--h", "1"] if chain == "tfim" else [])
+
+
+def run_dmrg_point(args, chain, n, log):
+    key = point_key(chain, n, "dmrg")
+    path = os.path.join(args.out, "points", key + ".json")
+    if os.path.exists(path):
+        log(f"skip {key}: finished before")
+        return
+    cmd = [args.cli, "compare", "--json", "--methods", "dmrg", "--models", chain, "--n", str(n),
+           "--dmrg-chi", ",".join(map(str, args.dmrg_chi)), "--ref-chi", str(args.ref_chi)]
+    log(f"start {key}: {' '.join(cmd)}")
+    t0 = time.time()
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+    rows = json.loads(out.strip().splitlines()[-1])["rows"]
+    res = {"key": key, "chain": chain, "n": n, "ansatz": "dmrg", "reference": rows[0]["reference"],
+           "reference_source": rows[0]["reference_source"],
+           "rows": [{"chi": r["chi"], "params": r["n_parameters"], "energy": r["energy"], "seconds": r["seconds"]}
+                    for r in rows]}
+    write_atomic(path, json.dumps(res, indent=1))
+    log(f"done {key} in {time.time() - t0:.1f} s")
+
+
+def vmc_command(args, chain, n, ansatz, size, chi, seed, ck, logfile):
+    cmd = [args.cli, "vmc", "--json"] + chain_flags(chain, n)
+    cmd += ["--iters", str(args.max_iters), "--samples", str(args.samples), "--seed", str(seed)]
+    sets = [f"vmc.converge_window={args.window}", f"vmc.diag_shift_steps={args.shift_steps}",
+            f"run.final_samples={args.final_samples}", "run.reference=none",
+            f"vmc.checkpoint_every={args.checkpoint_every}"]
+    if ansatz == "vmc_mps":
+        cmd += ["--ansatz", "mps", "--chi", str(chi)]
+        sets.append(f"mps.seed={seed}")
+    else:
+        cmd += ["--ansatz", "transformer"]
+        sets += [f"transformer.{k}={v}" for k, v in SIZES[size].items()] + [f"transformer.seed={seed}"]
+    sets += args.set
+    for s in sets:
+        cmd += ["--set", s]
+    cmd += ["--checkpoint", ck, "--log", logfile]
+    return cmd
+
+
+def log_seconds(logfile, reference, eps_list, window):
+    """Training wall time in all (sum of the log's per-iteration seconds, across resumes) and, for each eps, the time
+    at which the mean energy over the last `window` iterations first came within eps of the reference."""
+    with open(logfile) as f:
+        rows = list(csv.DictReader(f))
+    e = [float(r["energy"]) for r in rows]
+    t = [float(r["seconds"]) for r in rows]
+    total, first = sum(t), {}
+    w = max(1, window)
+    acc = 0.0
+    for i in range(len(e)):
+        acc += t[i]
+        if i + 1 < w:
+            continue
+        mean = sum(e[i + 1 - w:i + 1]) / w
+        rel = abs(mean - reference) / abs(reference)
+        for eps in eps_list:
+            if eps not in first and rel <= eps:
+                first[eps] = acc
+    return total, first
+
+
+def run_vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log):
+    key = point_key(chain, n, ansatz, size, chi, seed)
+    path = os.path.join(args.out, "points", key + ".json")
+    if os.path.exists(path):
+        return
+    ck = os.path.join(args.work, key + ".h5")
+    logfile = os.path.join(args.work, key + ".csv")
+    cmd = vmc_command(args, chain, n, ansatz, size, chi, seed, ck, logfile)
+    if os.path.exists(ck):
+        it = "?"
+        try:
+            import h5py
+
+            with h5py.File(ck, "r") as f:
+                it = int(f.attrs["iteration"])
+        except Exception:  # noqa: BLE001 - the CLI reports an unreadable checkpoint itself
+            pass
+        cmd += ["--resume", ck]
+        log(f"resume {key} from its checkpoint at iteration {it}")
+    log(f"start {key}: {' '.join(cmd)}")
+    t0 = time.time()
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+    r = json.loads(out.strip().splitlines()[-1])
+    train_seconds, to_eps = log_seconds(logfile, reference, args.eps, args.window or 20)
+    res = {"key": key, "chain": chain, "n": n, "ansatz": ansatz, "size": size, "chi": chi, "seed": seed,
+           "params": r["n_parameters"], "energy": r["energy"], "energy_error": r["energy_error"],
+           "variance": r["variance"], "reference": reference,
+           "relative_error": abs(r["energy"] - reference) / abs(reference), "iterations": r["iterations"],
+           "converged": r["converged"], "seconds": train_seconds + r["estimate_seconds"],
+           "train_seconds": train_seconds, "seconds_to_eps": {repr(k): v for k, v in to_eps.items()},
+           "command": " ".join(cmd)}
+    write_atomic(path, json.dumps(res, indent=1))
+    log(f"done {key} in {time.time() - t0:.1f} s: {r['iterations']} iterations"
+        f"{' (converged)' if r['converged'] else ' (max-iters, not converged)'}, rel. error {res['relative_error']:.3g}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tables, fits, plots
+
+def load_points(out):
+    pts = []
+    d = os.path.join(out, "points")
+    if not os.path.isdir(d):
+        return pts
+    for name in sorted(os.listdir(d)):
+        if name.endswith(".json"):
+            with open(os.path.join(d, name)) as f:
+                pts.append(json.load(f))
+    return pts
+
+
+def point_rows(points):
     rows = []
-    for path in sorted(glob.glob(os.path.join(out, "compare_n*.csv"))):
-        with open(path) as f:
-            rows += list(csv.DictReader(f))
+    for p in points:
+        if p["ansatz"] == "dmrg":
+            for r in p["rows"]:
+                rows.append({"chain": p["chain"], "n": p["n"], "ansatz": "dmrg", "chi": r["chi"], "params": r["params"],
+                             "energy": r["energy"], "reference": p["reference"],
+                             "relative_error": abs(r["energy"] - p["reference"]) / abs(p["reference"]),
+                             "seconds": r["seconds"]})
+        else:
+            rows.append({k: p.get(k) for k in POINT_COLUMNS})
+    order = {a: i for i, a in enumerate(ANSATZ_ORDER)}
+    rows.sort(key=lambda r: (r["chain"], r["n"], order[r["ansatz"]], r["params"], r.get("seed") or 0))
     return rows
 
 
-def plot(rows, path):
+def curves(rows, chain, n, ansatz):
+    """Per parameter count (a size or a bond dimension): the errors of its seeds and its wall seconds."""
+    by = {}
+    for r in rows:
+        if r["chain"] == chain and r["n"] == n and r["ansatz"] == ansatz:
+            by.setdefault(r["params"], []).append(r)
+    return [(p, sorted(x["relative_error"] for x in by[p]), by[p]) for p in sorted(by)]
+
+
+def smallest_params(points, eps):
+    """points: [(params, error)] by increasing params. The smallest parameter count reaching eps, interpolated
+    log-log between the last size above eps and the first at or below it; ("interp" | "upper" | "none")."""
+    for k, (p, e) in enumerate(points):
+        if e <= eps:
+            if k == 0:
+                return float(p), "upper"  # the smallest size already reaches eps: P <= p
+            p0, e0 = points[k - 1]
+            if e0 <= e or e <= 0:
+                return float(p), "interp"
+            f = (math.log(e0) - math.log(eps)) / (math.log(e0) - math.log(e))
+            return math.exp(math.log(p0) + f * (math.log(p) - math.log(p0))), "interp"
+    return None, "none"
+
+
+def p_of_n_rows(rows, eps_list):
+    out = []
+    for chain in sorted({r["chain"] for r in rows}):
+        for ansatz in ANSATZ_ORDER:
+            for n in sorted({r["n"] for r in rows if r["chain"] == chain and r["ansatz"] == ansatz}):
+                cur = curves(rows, chain, n, ansatz)
+                seeds = min(len(errs) for _, errs, _ in cur)
+                for eps in eps_list:
+                    best = [(p, errs[0]) for p, errs, _ in cur]
+                    med = [(p, errs[len(errs) // 2]) for p, errs, _ in cur]
+                    worst = [(p, errs[-1]) for p, errs, _ in cur]
+                    pb, bound = smallest_params(best, eps)
+                    pm, _ = smallest_params(med, eps)
+                    pw, _ = smallest_params(worst, eps)
+                    # Wall time to reach eps: the cheapest run that reached it (DMRG: the whole run at that chi;
+                    # VMC: training time until the windowed mean energy came within eps).
+                    secs = []
+                    for _, _, runs in cur:
+                        for r in runs:
+                            if r["relative_error"] > eps:
+                                continue
+                            if ansatz == "dmrg":
+                                secs.append(r["seconds"])
+                            else:
+                                t = (r.get("seconds_to_eps") or {}).get(repr(eps))
+                                secs.append(t if t is not None else r["train_seconds"])
+                    out.append({"chain": chain, "ansatz": ansatz, "n": n, "eps": eps, "params": pb,
+                                "params_median": pm, "params_worst": pw, "seeds": seeds, "bound": bound,
+                                "seconds": min(secs) if secs else None})
+    return out
+
+
+def fit(ns, ps):
+    x = [math.log(v) for v in ns]
+    y = [math.log(v) for v in ps]
+    m = len(x)
+    mx, my = sum(x) / m, sum(y) / m
+    sxx = sum((a - mx) ** 2 for a in x)
+    b = sum((a - mx) * (c - my) for a, c in zip(x, y)) / sxx
+    a = my - b * mx
+    if m > 2:
+        res = sum((c - a - b * xi) ** 2 for xi, c in zip(x, y))
+        b_err = math.sqrt(res / (m - 2) / sxx)
+    else:
+        b_err = None
+    return a, b, b_err
+
+
+def fit_rows(prow):
+    out = []
+    groups = {}
+    for r in prow:
+        if r["params"] is not None and r["bound"] == "interp":
+            groups.setdefault((r["chain"], r["ansatz"], r["eps"]), []).append(r)
+    fits = {}
+    for (chain, ansatz, eps), rs in sorted(groups.items()):
+        if len({r["n"] for r in rs}) < 2:
+            continue
+        a, b, be = fit([r["n"] for r in rs], [r["params"] for r in rs])
+        fits[(chain, ansatz, eps)] = (a, b)
+        out.append({"chain": chain, "ansatz": ansatz, "eps": eps, "n_values": " ".join(str(r["n"]) for r in rs),
+                    "a": math.exp(a), "b": b, "b_error": be})
+    for r in out:  # where P_transformer(N) = P_mps(N)
+        if r["ansatz"] != "transformer":
+            continue
+        other = fits.get((r["chain"], "dmrg", r["eps"]))
+        a1, b1 = fits[(r["chain"], "transformer", r["eps"])]
+        if other and abs(other[1] - b1) > 1e-12:
+            r["crossing_n"] = math.exp((a1 - other[0]) / (other[1] - b1))
+            r["crossing_with"] = "dmrg"
+    return out
+
+
+def plot(rows, prow, frows, out, eps_list):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    models = sorted({r["model"] for r in rows}, key=lambda m: (m != "tfim", m))
-    sizes = sorted({int(r["n"]) for r in rows})
-    fig, axes = plt.subplots(1, len(models), figsize=(6 * len(models), 4.6), squeeze=False)
-    style = {"dmrg": ("o", "-", "DMRG"), "vmc_mps": ("s", "--", "VMC, MPS ansatz"),
-             "transformer": ("*", "", "VMC, transformer")}
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    floor = 1e-15
-    for ax, model in zip(axes[0], models):
-        for k, n in enumerate(sizes):
-            for method, (marker, line, label) in style.items():
-                sel = sorted((r for r in rows if r["model"] == model and int(r["n"]) == n and r["method"] == method),
-                             key=lambda r: int(r["n_parameters"]))
+    chains = sorted({r["chain"] for r in rows})
+    colors = {"dmrg": "C0", "vmc_mps": "C1", "transformer": "C3"}
+    label = {"dmrg": "MPS (DMRG)", "vmc_mps": "MPS (VMC)", "transformer": "transformer (VMC)"}
+    marks = ["o", "s", "^", "D"]
+    fig, axes = plt.subplots(1, len(chains), figsize=(6.4 * len(chains), 4.8), squeeze=False)
+    for ax, chain in zip(axes[0], chains):
+        for ansatz in ANSATZ_ORDER:
+            for k, eps in enumerate(eps_list):
+                sel = [r for r in prow if r["chain"] == chain and r["ansatz"] == ansatz and r["eps"] == eps
+                       and r["params"] is not None]
                 if not sel:
                     continue
-                x = [int(r["n_parameters"]) for r in sel]
-                y = [max(float(r["relative_error"]), floor) for r in sel]
-                yerr = [float(r["energy_error"]) / abs(float(r["reference"])) for r in sel]
-                ax.errorbar(x, y, yerr=None if method == "dmrg" else yerr, marker=marker, linestyle=line or "none",
-                            color=colors[k % len(colors)], markersize=11 if marker == "*" else 6, capsize=2,
-                            label=f"{label}, N={n}")
-                if method != "transformer":
-                    for r, xi, yi in zip(sel, x, y):
-                        ax.annotate(f"χ={r['chi']}", (xi, yi), textcoords="offset points", xytext=(4, 3), fontsize=7)
-        ax.set_xscale("log")
+                x = [r["n"] for r in sel]
+                y = [r["params"] for r in sel]
+                lo = [r["params"] - (r["params"] if r["params_median"] is None else min(r["params"], r["params_median"]))
+                      for r in sel]
+                hi = [(r["params_worst"] or r["params"]) - r["params"] for r in sel]
+                filled = [r["bound"] == "interp" for r in sel]
+                ax.errorbar(x, y, yerr=[lo, hi], color=colors[ansatz], marker=marks[k % 4], linestyle="none",
+                            capsize=2, mfc=None, label=f"{label[ansatz]}, ε={eps:g}")
+                for xi, yi, f in zip(x, y, filled):
+                    if not f:  # an upper bound: the smallest size already reached eps
+                        ax.annotate("≤", (xi, yi), textcoords="offset points", xytext=(-10, -4), fontsize=8)
+                fr = [f for f in frows if f["chain"] == chain and f["ansatz"] == ansatz and f["eps"] == eps]
+                if fr:
+                    ns = sorted({r["n"] for r in rows if r["chain"] == chain})
+                    grid = [ns[0] * (ns[-1] * 2 / ns[0]) ** (i / 40) for i in range(41)]
+                    ax.plot(grid, [fr[0]["a"] * g ** fr[0]["b"] for g in grid], color=colors[ansatz],
+                            linestyle=["-", "--", ":", "-."][k % 4], linewidth=0.8)
+        ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel("variational parameters")
-        ax.set_ylabel("|ΔE| / |E|")
-        title = "critical TFIM (h = 1), open" if model == "tfim" else "Heisenberg chain, open"
-        ax.set_title(title)
+        ax.set_xlabel("chain length N")
+        ax.set_ylabel("parameters P(ε, N)")
+        ax.set_title(("critical TFIM (h = 1)" if chain == "tfim" else "Heisenberg chain") + ", open")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    print("wrote", path)
+    fig.savefig(os.path.join(out, "p_of_n.png.tmp.png"), dpi=120)
+    os.replace(os.path.join(out, "p_of_n.png.tmp.png"), os.path.join(out, "p_of_n.png"))
+    plt.close(fig)
+
+    sizes = sorted({r["n"] for r in rows})
+    fig, axes = plt.subplots(len(chains), len(sizes), figsize=(4.2 * len(sizes), 3.6 * len(chains)), squeeze=False)
+    for i, chain in enumerate(chains):
+        for j, n in enumerate(sizes):
+            ax = axes[i][j]
+            for ansatz in ANSATZ_ORDER:
+                cur = curves(rows, chain, n, ansatz)
+                if not cur:
+                    continue
+                x = [p for p, _, _ in cur]
+                best = [max(e[0], 1e-16) for _, e, _ in cur]
+                worst = [max(e[-1], 1e-16) for _, e, _ in cur]
+                ax.errorbar(x, best, yerr=[[0] * len(x), [w - b for w, b in zip(worst, best)]], color=colors[ansatz],
+                            marker="o", capsize=2, label=label[ansatz])
+            for eps in eps_list:
+                ax.axhline(eps, color="gray", linewidth=0.5, linestyle=":")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"{chain}, N = {n}", fontsize=9)
+            ax.set_xlabel("parameters")
+            ax.set_ylabel("|ΔE| / |E| (best seed, bar to worst)")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "error_vs_params.png.tmp.png"), dpi=110)
+    os.replace(os.path.join(out, "error_vs_params.png.tmp.png"), os.path.join(out, "error_vs_params.png"))
+    plt.close(fig)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cli", default=os.path.join(os.environ.get("ATTNPHYS_BUILD_DIR", "build"), "bin", "attnphys"))
-    p.add_argument("--n", type=int, nargs="+", default=[16, 32])
-    p.add_argument("--iters", type=int, default=100, help="VMC iterations per run (MPS and transformer alike)")
-    p.add_argument("--models", nargs="+", default=["tfim", "heisenberg"])
-    p.add_argument("--set", action="append", default=[], help="extra option for every VMC run (section.key=value)")
-    p.add_argument("--out", default="docs/study")
-    p.add_argument("--plot-only", action="store_true")
-    args = p.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    if not args.plot_only:
-        for n in args.n:
-            run(args.cli, n, args)
-    rows = load(args.out)
+def write_tables(args, log=None):
+    rows = point_rows(load_points(args.out))
     if not rows:
-        sys.exit(f"no compare_n*.csv in {args.out}")
-    plot(rows, os.path.join(args.out, "compare.png"))
+        return None
+    prow = p_of_n_rows(rows, args.eps)
+    frows = fit_rows(prow)
+    write_atomic(os.path.join(args.out, "points.csv"), csv_text(POINT_COLUMNS, rows))
+    write_atomic(os.path.join(args.out, "points.md"), md_text(POINT_COLUMNS, rows))
+    write_atomic(os.path.join(args.out, "p_of_n.csv"), csv_text(P_COLUMNS, prow))
+    write_atomic(os.path.join(args.out, "p_of_n.md"), md_text(P_COLUMNS, prow))
+    write_atomic(os.path.join(args.out, "fits.csv"), csv_text(FIT_COLUMNS, frows))
+    write_atomic(os.path.join(args.out, "fits.md"), md_text(FIT_COLUMNS, frows))
+    if not args.no_plots:
+        plot(rows, prow, frows, args.out, args.eps)
+    if log:
+        log(f"tables: {len(rows)} rows in points.csv, {len(prow)} in p_of_n.csv, {len(frows)} fits")
+    return rows, prow, frows
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__.split("\n", 2)[2],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cli", default=os.path.join(os.environ.get("ATTNPHYS_BUILD_DIR", "build"), "bin", "attnphys"),
+                   help="the attnphys program (default: $ATTNPHYS_BUILD_DIR/bin/attnphys or build/bin/attnphys)")
+    p.add_argument("--n", type=int, nargs="+", default=[16], help="chain lengths (one command per size is the plan)")
+    p.add_argument("--chains", nargs="+", default=list(CHAINS), choices=CHAINS)
+    p.add_argument("--ansatze", nargs="+", default=list(ANSATZ_ORDER), choices=ANSATZ_ORDER)
+    p.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES),
+                   help="transformer sizes (--list-sizes; the five span 12x in parameters at N = 16)")
+    p.add_argument("--list-sizes", action="store_true", help="print the transformer family and exit")
+    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3],
+                   help="seeds of every VMC point (initialisation and sampler)")
+    p.add_argument("--dmrg-chi", type=lambda s: [int(v) for v in s.split(",")],
+                   default=[2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48], help="DMRG bond dimensions (comma list)")
+    p.add_argument("--ref-chi", type=int, default=128, help="DMRG bond dimension of the reference when N > 22")
+    p.add_argument("--vmc-chi", type=lambda s: [int(v) for v in s.split(",")], default=[2, 4, 8],
+                   help="bond dimensions of the VMC-optimised MPS (comma list)")
+    p.add_argument("--eps", type=float, nargs="+", default=[1e-3, 1e-4, 1e-5], help="target relative errors")
+    p.add_argument("--max-iters", type=int, default=3000, help="most VMC iterations of a point")
+    p.add_argument("--window", type=int, default=100,
+                   help="convergence window W (vmc.converge_window; 0: run --max-iters iterations)")
+    p.add_argument("--shift-steps", type=int, default=300,
+                   help="iterations of the SR diagonal-shift decay (vmc.diag_shift_steps); convergence is checked "
+                        "from there on")
+    p.add_argument("--samples", type=int, default=1024, help="VMC samples per iteration")
+    p.add_argument("--final-samples", type=int, default=65536, help="samples of each final energy estimate")
+    p.add_argument("--checkpoint-every", type=int, default=10, help="VMC iterations between checkpoints")
+    p.add_argument("--set", action="append", default=[], help="extra option for every VMC run (section.key=value)")
+    p.add_argument("--out", default="docs/study", help="tables, plots, points/ and study.log")
+    p.add_argument("--work", default=None, help="VMC checkpoints and logs (default: <out>/work)")
+    p.add_argument("--tables-only", action="store_true", help="only rebuild the tables and plots from points/")
+    p.add_argument("--no-plots", action="store_true")
+    a = p.parse_args(argv)
+    a.work = a.work or os.path.join(a.out, "work")
+    return a
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.list_sizes:
+        for k, v in SIZES.items():
+            print(k, " ".join(f"{a}={b}" for a, b in v.items()))
+        return 0
+    os.makedirs(os.path.join(args.out, "points"), exist_ok=True)
+    os.makedirs(args.work, exist_ok=True)
+    log = StudyLog(os.path.join(args.out, "study.log"))
+    if not args.tables_only:
+        log(f"study: {' '.join(sys.argv[1:] if argv is None else argv)}")
+        done = set(n[:-5] for n in os.listdir(os.path.join(args.out, "points")) if n.endswith(".json"))
+        for n in args.n:
+            for chain in args.chains:
+                run_dmrg_point(args, chain, n, log)  # also the reference energy of the VMC points
+                with open(os.path.join(args.out, "points", point_key(chain, n, "dmrg") + ".json")) as f:
+                    reference = json.load(f)["reference"]
+                jobs = []
+                if "vmc_mps" in args.ansatze:
+                    jobs += [("vmc_mps", None, chi) for chi in args.vmc_chi]
+                if "transformer" in args.ansatze:
+                    jobs += [("transformer", size, None) for size in args.sizes]
+                for ansatz, size, chi in jobs:
+                    for seed in args.seeds:
+                        key = point_key(chain, n, ansatz, size, chi, seed)
+                        if key in done:
+                            log(f"skip {key}: finished before")
+                            continue
+                        run_vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log)
+                write_tables(args, log)
+    if write_tables(args, log) is None:
+        sys.exit(f"no points in {args.out}/points yet")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.exit(main())

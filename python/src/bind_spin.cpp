@@ -259,6 +259,7 @@ void bind_spin(py::module_& m) {
     d["r_hat"] = r.r_hat;
     d["n_parameters"] = r.n_parameters;
     d["iterations"] = r.iterations;
+    d["converged"] = r.converged;
     d["seconds"] = r.seconds;
     d["reference"] = r.reference ? py::object(py::float_(*r.reference)) : py::object(py::none());
     d["relative_error"] = r.relative_error();

@@ -2,9 +2,12 @@
 // K iterations while the state is far from an eigenstate; each once, with what to change.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "attnphys/solvers/ed/exact.hpp"
 #include "attnphys/solvers/vmc/driver.hpp"
 #include "attnphys/solvers/vmc/monitor.hpp"
 #include "attnphys/solvers/vmc/rbm.hpp"
@@ -90,4 +93,93 @@ TEST(VmcMonitor, TheDriverRaisesTheWarningOfTheStuckRbmOnTheHeisenbergChain) {
   ASSERT_EQ(d.warnings().size(), 1u);
   EXPECT_TRUE(contains(d.warnings()[0], "at iteration 10 is above that of the product state 'Neel' (-1.25)"))
       << d.warnings()[0];
+}
+
+// The convergence criterion of vmc.converge_window (issue 20: the study trains every ansatz to a plateau).
+TEST(VmcConvergence, PlateauNeedsFlatEnergyAndVarianceOverTwoWindows) {
+  ConvergenceCriterion c;
+  c.window = 10;
+  c.sigmas = 2;
+  c.variance_drop = 0.1;
+  std::vector<double> e, v;
+  auto push = [&](double ei, double vi) { e.push_back(ei), v.push_back(vi); };
+  // Flat energy with alternating noise of 1e-3 and a flat variance: converged once 2 W = 20 iterations exist.
+  for (int i = 0; i < 19; ++i) push(-5.0 + (i % 2 ? 1e-3 : -1e-3), 0.1);
+  EXPECT_FALSE(plateaued(e, v, c));
+  push(-5.0 + 1e-3, 0.1);
+  EXPECT_TRUE(plateaued(e, v, c));
+  // Not before `start` (the end of the diagonal-shift decay).
+  c.start = 21;
+  EXPECT_FALSE(plateaued(e, v, c));
+  c.start = 0;
+  // A drop of the last window's mean by 0.01, 10 standard errors (each window's error is 1e-3 / sqrt(10) ≈ 3e-4):
+  // still improving.
+  std::vector<double> e2(e.begin(), e.begin() + 10), v2(v.begin(), v.begin() + 10);
+  for (int i = 0; i < 10; ++i) e2.push_back(e[i] - 0.01), v2.push_back(0.1);
+  EXPECT_FALSE(plateaued(e2, v2, c));
+  // The same drop within the noise of a noisier trace (scatter 0.05): a plateau.
+  std::vector<double> e3;
+  for (int i = 0; i < 20; ++i) e3.push_back(-5.0 + (i % 2 ? 0.05 : -0.05) - (i >= 10 ? 0.01 : 0.0));
+  EXPECT_TRUE(plateaued(e3, v2, c));
+  // A rise of the energy is no improvement: a plateau.
+  std::vector<double> e4(e.begin(), e.begin() + 10);
+  for (int i = 0; i < 10; ++i) e4.push_back(e[i] + 0.01);
+  EXPECT_TRUE(plateaued(e4, v2, c));
+  // Flat energy but a variance that fell by 20 % over the last window: not yet.
+  std::vector<double> v5(10, 0.1);
+  for (int i = 0; i < 10; ++i) v5.push_back(0.08);
+  EXPECT_FALSE(plateaued(e, v5, c));
+  c.variance_drop = 0.25;  // ... unless a 20 % fall counts as flat
+  EXPECT_TRUE(plateaued(e, v5, c));
+  // Off, non-finite energies, and traces of unequal length.
+  c.window = 0;
+  EXPECT_FALSE(plateaued(e, v, c));
+  c.window = 10;
+  std::vector<double> e6 = e;
+  e6.back() = std::nan("");
+  EXPECT_FALSE(plateaued(e6, v, c));
+  EXPECT_THROW(plateaued(e, std::vector<double>(3, 0.1), c), Error);
+}
+
+TEST(VmcConvergence, TheDriverStopsAtThePlateauAndAResumedConvergedRunTakesNoStep) {
+  // TFIM on 6 open sites with an RBM: SR reaches its plateau well inside 400 iterations; the run stops there, the
+  // checkpoint keeps the trace, and a driver resumed from it is converged at once and takes no further step.
+  const auto m = chain("tfim", 6);
+  spin::SpinHamiltonian H(m);
+  VmcOptions o;
+  o.sampler.n_chains = 16;
+  o.sampler.n_samples = 256;
+  o.sampler.n_discard = 4;
+  o.lr = 0.05;
+  o.diag_shift_steps = 20;
+  o.converge_window = 15;
+  o.plateau_window = 0;
+  const std::string ck = ::testing::TempDir() + "attnphys_converge.h5";
+  o.checkpoint_path = ck;
+  Rbm<double> rbm(m.n, RbmOptions{1.0, false, true, 0.01, 3});
+  VmcDriver<double> d(rbm, H, o);
+  const auto hist = d.run(400);
+  ASSERT_TRUE(d.converged());
+  EXPECT_LT(hist.size(), 400u);
+  EXPECT_GE(long(hist.size()), 30);  // not before 2 W = 30 iterations
+  EXPECT_EQ(long(d.energy_trace().size()), d.iteration());
+  // Converged means close to the ground state here: within 1 % of the exact energy (free fermions).
+  const double exact = *ed::reference_energy(m);
+  double mean = 0;
+  for (long i = d.iteration() - 15; i < d.iteration(); ++i) mean += d.energy_trace()[i] / 15.0;
+  EXPECT_LT(mean, 0.99 * exact);
+  // One step earlier the trace was not yet converged (the run stopped at the first converged iteration).
+  std::vector<double> e(d.energy_trace().begin(), d.energy_trace().end() - 1),
+      v(d.variance_trace().begin(), d.variance_trace().end() - 1);
+  EXPECT_FALSE(plateaued(e, v, d.convergence_criterion()));
+
+  Rbm<double> rbm2(m.n, RbmOptions{1.0, false, true, 0.01, 99});
+  VmcDriver<double> r(rbm2, H, o);
+  r.load_checkpoint(ck);
+  EXPECT_EQ(r.energy_trace(), d.energy_trace());
+  EXPECT_EQ(r.variance_trace(), d.variance_trace());
+  EXPECT_TRUE(r.converged());
+  EXPECT_TRUE(r.run(50).empty());
+  EXPECT_EQ(r.iteration(), d.iteration());
+  std::remove(ck.c_str());
 }

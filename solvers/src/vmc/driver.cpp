@@ -33,6 +33,15 @@ void VmcOptions::declare(OptionSet& s, const std::string& p) {
         Range::non_negative());
   s.add(p + ".plateau_window", &plateau_window,
         "warn when the energy has not improved for this many iterations (0: never)", Range::non_negative());
+  s.add(p + ".converge_window", &converge_window,
+        "stop when converged (0: never): over the last two windows of this many iterations the mean energy fell by "
+        "no more than converge_sigmas standard errors and the median variance by less than converge_variance_drop "
+        "(checked from the end of the diagonal-shift decay on; vmc.n_iter is then the maximum)",
+        Range::non_negative());
+  s.add(p + ".converge_sigmas", &converge_sigmas, "energy plateau: improvement within this many standard errors",
+        Range::non_negative());
+  s.add(p + ".converge_variance_drop", &converge_variance_drop,
+        "variance plateau: relative fall of the median variance below this over the last window", Range::closed(0, 1));
 }
 
 void VmcOptions::validate() const {
@@ -368,6 +377,8 @@ VmcStep VmcDriver<T>::step() {
   if (sampler_) sampler_->refresh();
   out.update_seconds = lap();
   ++iter_;
+  trace_e_.push_back(out.energy);
+  trace_v_.push_back(out.variance);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
@@ -402,6 +413,7 @@ std::vector<VmcStep> VmcDriver<T>::run(long n_iter, CsvLogger* logger, const std
   wo.plateau_window = opt_.plateau_window;
   ProgressMonitor monitor(product_state_bound(H_, opt_.sampler.fixed_sz, opt_.sampler.two_sz), wo);
   for (long k = 0; k < n_iter; ++k) {
+    if (converged()) break;
     history.push_back(step());
     for (auto& w : monitor.observe(history.back())) {
       if (comm_.is_root()) std::fprintf(stderr, "attnphys: warning: %s\n", w.c_str());
@@ -434,6 +446,10 @@ void VmcDriver<T>::save_checkpoint(const std::string& path) const {
   w.set_attr("/", "adam_steps", adam_.steps_taken());
   w.set_attr("/", "model_name", model_.name());
   w.set_attr("/", "n_ranks", long(comm_.size()));
+  if (!trace_e_.empty()) {
+    w.write("/trace/energy", trace_e_);
+    w.write("/trace/variance", trace_v_);
+  }
   w.commit();
 }
 
@@ -467,6 +483,31 @@ void VmcDriver<T>::load_checkpoint(const std::string& path) {
   }
   iter_ = r.attr_long("/", "iteration");
   adam_.set_steps_taken(r.attr_long("/", "adam_steps"));
+  trace_e_.clear();
+  trace_v_.clear();
+  if (r.has("/trace/energy") && r.has("/trace/variance")) {  // checkpoints before the trace have none
+    trace_e_ = r.read<double>("/trace/energy");
+    trace_v_ = r.read<double>("/trace/variance");
+    require(trace_e_.size() == trace_v_.size() && long(trace_e_.size()) == iter_, "checkpoint ", path,
+            " is inconsistent: its energy trace has ", trace_e_.size(), " entries and its variance trace ",
+            trace_v_.size(), " for ", iter_, " iterations");
+  }
+}
+
+template <class T>
+ConvergenceCriterion VmcDriver<T>::convergence_criterion() const {
+  ConvergenceCriterion c;
+  c.window = opt_.converge_window;
+  c.sigmas = opt_.converge_sigmas;
+  c.variance_drop = opt_.converge_variance_drop;
+  c.start = opt_.optimizer == VmcOptimizer::Adam ? 0 : opt_.diag_shift_steps;
+  return c;
+}
+
+template <class T>
+bool VmcDriver<T>::converged() const {
+  // A checkpoint from before the trace was kept has fewer entries than iterations: the criterion sees what is there.
+  return plateaued(trace_e_, trace_v_, convergence_criterion());
 }
 
 template class VmcDriver<float>;

@@ -1,5 +1,6 @@
 #include "attnphys/solvers/vmc/monitor.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -27,6 +28,41 @@ ProductBound product_state_bound(const spin::SpinHamiltonian& H, bool fixed_sz, 
     if (e < b.energy) b = {e, name};
   }
   return b;
+}
+
+namespace {
+void window_stats(const double* x, long w, double& mean, double& var) {
+  mean = 0;
+  for (long i = 0; i < w; ++i) mean += x[i];
+  mean /= double(w);
+  var = 0;
+  for (long i = 0; i < w; ++i) var += (x[i] - mean) * (x[i] - mean);
+  var /= double(std::max(1L, w - 1));
+}
+double median(const double* x, long w) {
+  std::vector<double> v(x, x + w);
+  std::nth_element(v.begin(), v.begin() + w / 2, v.end());
+  double m = v[w / 2];
+  if (w % 2 == 0) m = 0.5 * (m + *std::max_element(v.begin(), v.begin() + w / 2));
+  return m;
+}
+}  // namespace
+
+bool plateaued(const std::vector<double>& energy, const std::vector<double>& variance, const ConvergenceCriterion& c) {
+  require(energy.size() == variance.size(), "plateaued: ", energy.size(), " energies but ", variance.size(),
+          " variances");
+  const long w = c.window, t = long(energy.size());
+  if (w <= 0 || t < std::max(2 * w, c.start)) return false;
+  const double* b = energy.data() + (t - 2 * w);
+  const double* a = energy.data() + (t - w);
+  double ma, va, mb, vb;
+  window_stats(a, w, ma, va);
+  window_stats(b, w, mb, vb);
+  if (!std::isfinite(ma) || !std::isfinite(mb)) return false;
+  const bool energy_flat = mb - ma <= c.sigmas * std::sqrt(va / double(w) + vb / double(w));
+  const double var_a = median(variance.data() + (t - w), w), var_b = median(variance.data() + (t - 2 * w), w);
+  const bool variance_flat = var_a >= (1.0 - c.variance_drop) * var_b;
+  return energy_flat && variance_flat;
 }
 
 ProgressMonitor::ProgressMonitor(ProductBound bound, ProgressWarningOptions options)

@@ -160,6 +160,7 @@ VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const Vmc
   const long remaining = std::max(0L, cfg.vmc.n_iter - driver.iteration());
   out.history = driver.run(remaining, nullptr, cbs);
   out.iterations = driver.iteration();
+  out.converged = driver.converged();
   if (!out.history.empty()) {
     std::vector<double> t;
     for (const auto& s : out.history) t.push_back(s.seconds);

@@ -22,6 +22,7 @@
 #include "attnphys/physics/spin/hamiltonian.hpp"
 #include "attnphys/solvers/vmc/sr.hpp"
 #include "attnphys/solvers/vmc/diagnostics.hpp"
+#include "attnphys/solvers/vmc/monitor.hpp"
 #include "attnphys/solvers/vmc/sampler.hpp"
 
 namespace attnphys::vmc {
@@ -59,6 +60,12 @@ struct VmcOptions {
   std::string checkpoint_path;   // written every checkpoint_every iterations and at the end (empty: never)
   long checkpoint_every = 0;
   long plateau_window = 50;      // warn when the energy has not improved for this many iterations (vmc/monitor.hpp)
+  // Stop when the energy and its variance have plateaued (vmc/monitor.hpp, ConvergenceCriterion; window 0: never,
+  // n_iter is then the number of iterations, else their maximum). The criterion starts at the end of the SR
+  // diagonal-shift decay (diag_shift_steps) for the SR optimisers.
+  long converge_window = 0;
+  double converge_sigmas = 2.0;
+  double converge_variance_drop = 0.1;
 
   void declare(OptionSet& set, const std::string& section = "vmc");
   void validate() const;
@@ -105,6 +112,13 @@ class VmcDriver {
   void load_checkpoint(const std::string& path);
 
   long iteration() const { return iter_; }
+  // Whether the energy and variance trace meets the convergence criterion of the options (false when
+  // converge_window is 0). run() stops there, and takes no step when a resumed run has already converged.
+  bool converged() const;
+  ConvergenceCriterion convergence_criterion() const;
+  // Energy and variance of every iteration of the run (with a resumed checkpoint's before them).
+  const std::vector<double>& energy_trace() const { return trace_e_; }
+  const std::vector<double>& variance_trace() const { return trace_v_; }
   // The Markov-chain sampler (an Error when the driver samples directly).
   MetropolisSampler<T>& sampler();
   bool direct_sampling() const { return direct_ != nullptr; }
@@ -132,6 +146,7 @@ class VmcDriver {
   long iter_ = 0;
   double estimate_acceptance_ = 0;
   std::vector<std::string> warnings_;
+  std::vector<double> trace_e_, trace_v_;
   View2<T> samples_, o_re_, o_im_;
   View1<T> lp_re_, lp_im_, e_re_, e_im_, delta_;
   View2<T> g_o_re_, g_o_im_;  // every rank's gradients and local energies (MPI only)

@@ -28,6 +28,23 @@ struct ProgressWarningOptions {
   double plateau_v_score = 1e-2; // ... only while the V-score N Var/E^2 is above this (a converged state is lower)
 };
 
+// When a VMC run counts as converged (vmc.converge_window; the study of issue 20 trains every ansatz to this instead
+// of a fixed number of iterations). With W = window, the energies E_t and variances V_t of every iteration so far
+// (a resumed run continues the checkpoint's trace), A = the last W iterations and B = the W before them:
+//   energy plateau:   mean_B(E) - mean_A(E) <= sigmas * sqrt(s_A^2 / W + s_B^2 / W)   (s: the scatter of E in the
+//                     window), i.e. no improvement the noise cannot explain;
+//   variance plateau: median_A(V) >= (1 - variance_drop) * median_B(V), i.e. the variance fell by less than
+//                     variance_drop over the last window;
+// both, once at least max(2 W, start) iterations have run (start: the end of the SR diagonal-shift decay).
+struct ConvergenceCriterion {
+  long window = 0;            // W (0: never converged; the run takes all its iterations)
+  double sigmas = 2.0;
+  double variance_drop = 0.1;
+  long start = 0;
+};
+// Whether the trace (one entry per iteration, energies and variances of equal length) meets the criterion.
+bool plateaued(const std::vector<double>& energy, const std::vector<double>& variance, const ConvergenceCriterion& c);
+
 class ProgressMonitor {
  public:
   ProgressMonitor(ProductBound bound, ProgressWarningOptions options = {});

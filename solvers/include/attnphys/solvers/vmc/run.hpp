@@ -82,6 +82,9 @@ struct VmcRunConfig {
 struct VmcRunResult {
   double energy = 0, energy_error = 0, variance = 0, v_score = 0, tau = 1, r_hat = 1, acceptance = 0;
   long n_parameters = 0, iterations = 0, n_samples = 0;
+  // Whether vmc.converge_window's criterion stopped the run (vmc/monitor.hpp); false when it is off or n_iter came
+  // first.
+  bool converged = false;
   double seconds = 0;
   double step_seconds = 0;       // median wall time of one VMC iteration (0 without iterations)
   double estimate_seconds = 0;   // wall time of the final estimate (sampling and local energies)

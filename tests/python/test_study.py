@@ -1,0 +1,173 @@
+"""The transformer-versus-MPS study command (python/scripts/compare_study.py, issue 20) on a tiny case: N = 6, two
+transformer sizes, two seeds, a few iterations.
+
+- an uninterrupted run writes every table (points, P(eps, N), fits) with the documented columns, its P(eps, N)
+  follows from the points, and no temporary file is left;
+- a run killed with SIGKILL in the middle of a VMC point, then started again, skips the points it had finished
+  (their files untouched, "skip" in study.log), resumes the interrupted one from its checkpoint ("resume" in
+  study.log), and ends with the same energies as the uninterrupted run, point for point;
+- the tables are written atomically: a write that fails half-way leaves the previous table whole and no temporary.
+"""
+import csv
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+BUILD = os.environ.get("ATTNPHYS_BUILD_DIR", "build")
+EXE = os.path.abspath(os.path.join(BUILD, "bin", "attnphys"))
+SRC = os.environ.get("ATTNPHYS_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+SCRIPT = os.path.join(SRC, "python", "scripts", "compare_study.py")
+ENV = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", ATTNPHYS_NUM_THREADS="1")
+
+pytestmark = pytest.mark.skipif(not os.path.exists(EXE), reason="attnphys CLI not built")
+
+pytest.importorskip("h5py")
+
+TINY = ["--cli", EXE, "--n", "6", "--chains", "tfim", "--sizes", "xs", "s", "--seeds", "1", "2",
+        "--dmrg-chi", "1,2,4", "--vmc-chi", "2", "--eps", "1e-2", "1e-3", "--samples", "128",
+        "--final-samples", "1024", "--window", "5", "--shift-steps", "10", "--checkpoint-every", "2", "--no-plots"]
+
+
+def study(out, extra=(), max_iters=30):
+    return [sys.executable, SCRIPT] + TINY + ["--max-iters", str(max_iters), "--out", str(out)] + list(extra)
+
+
+def load_module():
+    spec = importlib.util.spec_from_file_location("compare_study", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def read_csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def energies(out):
+    """Every point's energy and iterations, by key (not its times)."""
+    res = {}
+    for name in sorted(os.listdir(os.path.join(out, "points"))):
+        with open(os.path.join(out, "points", name)) as f:
+            p = json.load(f)
+        if p["ansatz"] == "dmrg":
+            res[p["key"]] = [r["energy"] for r in p["rows"]]
+        else:
+            res[p["key"]] = (p["energy"], p["energy_error"], p["iterations"], p["converged"], p["params"])
+    return res
+
+
+def no_temporaries(out):
+    left = [os.path.join(d, f) for d, _, fs in os.walk(out) for f in fs if ".tmp" in f]
+    assert not left, left
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("study_ref")
+    subprocess.run(study(out), check=True, env=ENV, stdout=subprocess.PIPE)
+    return out
+
+
+def test_study_writes_every_table_with_its_columns(reference_run):
+    out = reference_run
+    for name in ("points.csv", "points.md", "p_of_n.csv", "p_of_n.md", "fits.csv", "fits.md", "study.log"):
+        assert os.path.getsize(os.path.join(out, name)) > 0, name
+    no_temporaries(out)
+    p = read_csv(os.path.join(out, "p_of_n.csv"))
+    assert list(p[0].keys())[:6] == ["chain", "ansatz", "n", "eps", "params", "seeds"]
+    # One row per ansatz and eps; the VMC ansätze ran every seed.
+    assert {(r["ansatz"], float(r["eps"])) for r in p} == {(a, e) for a in ("dmrg", "vmc_mps", "transformer")
+                                                           for e in (1e-2, 1e-3)}
+    assert all(r["seeds"] == ("1" if r["ansatz"] == "dmrg" else "2") for r in p)
+    pts = read_csv(os.path.join(out, "points.csv"))
+    tr = [r for r in pts if r["ansatz"] == "transformer"]
+    assert len(tr) == 4 and len({r["params"] for r in tr}) == 2  # two sizes x two seeds
+    # P(eps) of DMRG from its points: chi = 1 (a product state) misses 1e-2 on the critical TFIM, chi = 2 reaches
+    # it, so P lies between their parameter counts (interpolated), and equals neither.
+    d = sorted((int(r["params"]), float(r["relative_error"])) for r in pts if r["ansatz"] == "dmrg")
+    assert d[0][1] > 1e-2 >= d[1][1], d
+    row = next(r for r in p if r["ansatz"] == "dmrg" and float(r["eps"]) == 1e-2)
+    assert row["bound"] == "interp" and d[0][0] < float(row["params"]) < d[1][0]
+    # Every VMC point's relative error is that of its energy against the reference (ED/closed form at N = 6).
+    for r in tr:
+        assert abs(float(r["relative_error"]) - abs(float(r["energy"]) - float(r["reference"])) /
+                   abs(float(r["reference"]))) < 1e-12
+
+
+def test_interrupted_study_resumes_without_redoing_finished_points(reference_run, tmp_path):
+    out = tmp_path / "study"
+    # Start, and kill -9 the whole process group once the second transformer point has written a checkpoint.
+    proc = subprocess.Popen(study(out), env=ENV, stdout=subprocess.DEVNULL, start_new_session=True)
+    target = out / "work" / "tfim_n6_transformer_xs_s2.h5"
+    t0 = time.time()
+    while not target.exists() and proc.poll() is None and time.time() - t0 < 300:
+        time.sleep(0.005)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = {}
+    for name in os.listdir(out / "points"):
+        st = os.stat(out / "points" / name)
+        finished[name] = (st.st_mtime_ns, (out / "points" / name).read_bytes())
+    assert "tfim_n6_dmrg.json" in finished and "tfim_n6_transformer_xs_s1.json" in finished, finished.keys()
+    interrupted = "tfim_n6_transformer_xs_s2.json" not in finished
+    # Every file the kill left is whole: the tables parse, the points are JSON.
+    for name in finished:
+        json.loads(finished[name][1])
+    for name in ("points.csv", "p_of_n.csv"):
+        if (out / name).exists():
+            read_csv(out / name)
+
+    subprocess.run(study(out), check=True, env=ENV, stdout=subprocess.PIPE)
+    for name, (mtime, data) in finished.items():  # nothing finished was redone
+        st = os.stat(out / "points" / name)
+        assert st.st_mtime_ns == mtime and (out / "points" / name).read_bytes() == data, name
+    log = (out / "study.log").read_text()
+    second = log[log.rindex("study: "):]
+    for name in finished:
+        if name != "tfim_n6_dmrg.json":
+            assert f"skip {name[:-5]}: finished before" in second, name
+    if interrupted:  # the kill landed inside the point, after its first checkpoint
+        assert "resume tfim_n6_transformer_xs_s2 from its checkpoint at iteration" in second, second
+    # The resumed study ends where the uninterrupted one did, point for point (VMC resumes are bit-identical).
+    assert energies(out) == energies(reference_run)
+    no_temporaries(out)
+
+
+def test_tables_are_written_atomically(tmp_path, monkeypatch):
+    mod = load_module()
+    path = tmp_path / "p_of_n.csv"
+    mod.write_atomic(str(path), "chain,ansatz\nold,table\n")
+
+    class Boom(Exception):
+        pass
+
+    real_replace = os.replace
+
+    def failing_replace(a, b):
+        raise Boom()
+
+    monkeypatch.setattr(mod.os, "replace", failing_replace)
+    with pytest.raises(Boom):
+        mod.write_atomic(str(path), "chain,ansatz\nnew,half")
+    monkeypatch.setattr(mod.os, "replace", real_replace)
+    assert path.read_text() == "chain,ansatz\nold,table\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["p_of_n.csv"]
+
+
+def test_smallest_params_interpolates_log_log_and_marks_bounds():
+    mod = load_module()
+    pts = [(100, 1e-2), (1000, 1e-4)]
+    p, bound = mod.smallest_params(pts, 1e-3)
+    assert bound == "interp" and abs(p - 316.227766) < 1e-4  # half-way in log error: the geometric mean
+    assert mod.smallest_params(pts, 1e-1) == (100.0, "upper")
+    assert mod.smallest_params(pts, 1e-5) == (None, "none")
+    # A fit of exact power laws recovers them, and their crossing.
+    a, b, _ = mod.fit([16, 32, 64], [3 * 16 ** 1.5, 3 * 32 ** 1.5, 3 * 64 ** 1.5])
+    assert abs(b - 1.5) < 1e-12 and abs(a - __import__("math").log(3)) < 1e-12
