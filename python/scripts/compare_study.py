@@ -26,7 +26,7 @@ skipped, resumed and finished. One command per size:
 
 Outputs (each written atomically, rebuilt from every point file on each invocation, or alone with --tables-only):
   points.csv / points.md     every point: chain, n, ansatz, size, chi, seed, params, energy, error bar,
-                             relative error, iterations, converged, wall seconds
+                             relative error and the error bar relative to |E|, iterations, converged, wall seconds
   p_of_n.csv / p_of_n.md     chain, ansatz, n, eps, params (best seed), seeds, params_median, params_worst, bound,
                              seconds (wall time to reach eps)
   fits.csv / fits.md         P(eps, N) = a N^b per chain, ansatz and eps, and the N where the fits cross
@@ -55,9 +55,10 @@ SIZES = {
 CHAINS = ("tfim", "heisenberg")
 ANSATZ_ORDER = ("dmrg", "vmc_mps", "transformer")
 POINT_COLUMNS = ["chain", "n", "ansatz", "size", "chi", "seed", "params", "energy", "energy_error", "reference",
-                 "relative_error", "iterations", "converged", "seconds", "train_seconds"]
+                 "relative_error", "relative_stat_error", "iterations", "converged", "seconds", "train_seconds"]
 P_COLUMNS = ["chain", "ansatz", "n", "eps", "params", "seeds", "params_median", "params_worst", "bound", "seconds"]
-FIT_COLUMNS = ["chain", "ansatz", "eps", "n_values", "a", "b", "b_error", "crossing_n", "crossing_with"]
+FIT_COLUMNS = ["chain", "ansatz", "eps", "n_values", "a", "b", "b_error", "b_median", "crossing_with", "crossing_n",
+               "crossing_n_median"]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -256,7 +257,10 @@ def point_rows(points):
                              "relative_error": abs(r["energy"] - p["reference"]) / abs(p["reference"]),
                              "seconds": r["seconds"]})
         else:
-            rows.append({k: p.get(k) for k in POINT_COLUMNS})
+            row = {k: p.get(k) for k in POINT_COLUMNS}
+            row["relative_stat_error"] = p["energy_error"] / abs(p["reference"])  # the final estimate's error bar
+            row["seconds_to_eps"] = p.get("seconds_to_eps")
+            rows.append(row)
     order = {a: i for i, a in enumerate(ANSATZ_ORDER)}
     rows.sort(key=lambda r: (r["chain"], r["n"], order[r["ansatz"]], r["params"], r.get("seed") or 0))
     return rows
@@ -335,27 +339,43 @@ def fit(ns, ps):
 
 
 def fit_rows(prow):
+    """P(eps, N) = a N^b per chain, ansatz and eps (interpolated points only, at least two N), also from the median
+    seed (b_median), and the N where the transformer's fit crosses DMRG's (crossing_n; crossing_n_median from the
+    median-seed fit: the seeds' spread)."""
     out = []
     groups = {}
     for r in prow:
         if r["params"] is not None and r["bound"] == "interp":
             groups.setdefault((r["chain"], r["ansatz"], r["eps"]), []).append(r)
-    fits = {}
+    fits, fits_median = {}, {}
     for (chain, ansatz, eps), rs in sorted(groups.items()):
         if len({r["n"] for r in rs}) < 2:
             continue
         a, b, be = fit([r["n"] for r in rs], [r["params"] for r in rs])
         fits[(chain, ansatz, eps)] = (a, b)
-        out.append({"chain": chain, "ansatz": ansatz, "eps": eps, "n_values": " ".join(str(r["n"]) for r in rs),
-                    "a": math.exp(a), "b": b, "b_error": be})
+        row = {"chain": chain, "ansatz": ansatz, "eps": eps, "n_values": " ".join(str(r["n"]) for r in rs),
+               "a": math.exp(a), "b": b, "b_error": be}
+        med = [r for r in rs if r["params_median"] is not None]
+        if len({r["n"] for r in med}) >= 2:
+            am, bm, _ = fit([r["n"] for r in med], [r["params_median"] for r in med])
+            fits_median[(chain, ansatz, eps)] = (am, bm)
+            row["b_median"] = bm
+        out.append(row)
+
+    def crossing(f1, f2):
+        if f1 is None or f2 is None or abs(f2[1] - f1[1]) < 1e-12:
+            return None
+        return math.exp((f1[0] - f2[0]) / (f2[1] - f1[1]))
+
     for r in out:  # where P_transformer(N) = P_mps(N)
         if r["ansatz"] != "transformer":
             continue
-        other = fits.get((r["chain"], "dmrg", r["eps"]))
-        a1, b1 = fits[(r["chain"], "transformer", r["eps"])]
-        if other and abs(other[1] - b1) > 1e-12:
-            r["crossing_n"] = math.exp((a1 - other[0]) / (other[1] - b1))
+        key = (r["chain"], "transformer", r["eps"])
+        mps = fits.get((r["chain"], "dmrg", r["eps"]))
+        if mps:
             r["crossing_with"] = "dmrg"
+            r["crossing_n"] = crossing(fits[key], mps)
+            r["crossing_n_median"] = crossing(fits_median.get(key), mps)
     return out
 
 
