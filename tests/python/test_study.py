@@ -171,3 +171,19 @@ def test_smallest_params_interpolates_log_log_and_marks_bounds():
     # A fit of exact power laws recovers them, and their crossing.
     a, b, _ = mod.fit([16, 32, 64], [3 * 16 ** 1.5, 3 * 32 ** 1.5, 3 * 64 ** 1.5])
     assert abs(b - 1.5) < 1e-12 and abs(a - __import__("math").log(3)) < 1e-12
+
+
+def test_a_vmc_point_reaches_eps_only_at_two_error_bars():
+    mod = load_module()
+    dmrg = {"key": "tfim_n6_dmrg", "chain": "tfim", "n": 6, "ansatz": "dmrg", "reference": -10.0,
+            "rows": [{"chi": 2, "params": 40, "energy": -9.99, "seconds": 0.1}]}
+    below = {"chain": "tfim", "n": 6, "ansatz": "transformer", "size": "xs", "chi": None, "seed": 1, "params": 500,
+             "energy": -10.0003, "energy_error": 1e-4, "reference": -10.0, "relative_error": 3e-5, "iterations": 9,
+             "converged": True, "seconds": 1.0, "train_seconds": 0.9}
+    above = dict(below, seed=2, energy=-9.9997, relative_error=3e-5)
+    rows = {r.get("seed"): r for r in mod.point_rows([dmrg, below, above])}
+    assert rows[None]["error_bound"] == rows[None]["relative_error"] and abs(rows[None]["error_bound"] - 1e-3) < 1e-15
+    assert abs(rows[1]["error_bound"] - 2e-5) < 1e-15       # below exact: only the noise, 2 sigma
+    assert abs(rows[2]["error_bound"] - 5e-5) < 1e-15       # above: its distance plus 2 sigma
+    p = {r["eps"]: r for r in mod.p_of_n_rows(list(rows.values()), [1e-5, 3e-5]) if r["ansatz"] == "transformer"}
+    assert p[1e-5]["bound"] == "none" and p[3e-5]["params"] == 500.0
