@@ -49,6 +49,8 @@ import time
 # The transformer family: (d_model, heads, d_ff, patch size, readout units). Parameters grow ~ d_model^2; the learned
 # absolute positions of open chains add ~ d_model * N / patch.
 SIZES = {
+    "xxxs": dict(d_model=2, n_heads=1, d_ff=4, patch_size=2, hidden=2),
+    "xxs": dict(d_model=4, n_heads=1, d_ff=8, patch_size=2, hidden=4),
     "xs": dict(d_model=8, n_heads=1, d_ff=16, patch_size=2, hidden=8),
     "s": dict(d_model=12, n_heads=2, d_ff=24, patch_size=2, hidden=12),
     "m": dict(d_model=16, n_heads=2, d_ff=32, patch_size=2, hidden=16),
@@ -490,7 +492,7 @@ def parse_args(argv=None):
     p.add_argument("--chains", nargs="+", default=list(CHAINS), choices=CHAINS)
     p.add_argument("--ansatze", nargs="+", default=list(ANSATZ_ORDER), choices=ANSATZ_ORDER)
     p.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES),
-                   help="transformer sizes (--list-sizes; the five span 12x in parameters at N = 16)")
+                   help="transformer sizes (--list-sizes; the seven span 95x in parameters at N = 16)")
     p.add_argument("--list-sizes", action="store_true", help="print the transformer family and exit")
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3],
                    help="seeds of every VMC point (initialisation and sampler)")

@@ -94,7 +94,7 @@ void HeatPairGenerator<T>::trajectories(long first, long count, const View4<T>& 
   require(long(out.extent(0)) == count && nt >= 1 && long(out.extent(2)) == e[1] && long(out.extent(3)) == e[2],
           "trajectories: array must be [count, nt, ny, nx] = [", count, ", nt, ", e[1], ", ", e[2], "]");
   View3<double> u = start(first, count);
-  const long cells = e[1] * e[2];
+  const long cells = e[1] * e[2], nx = e[2];  // nx: the kernel must not call std::array::operator[] (host-only)
   for (long k = 0; k < nt; ++k) {
     if (k > 0)
       stepper_->advance(u, opt_.t_start + (k - 1) * opt_.delta_t, opt_.t_start + k * opt_.delta_t, dt_);
@@ -103,7 +103,7 @@ void HeatPairGenerator<T>::trajectories(long first, long count, const View4<T>& 
         "attnphys::heat_pairs_snapshot", Kokkos::RangePolicy<ExecSpace>(0, count * cells),
         KOKKOS_LAMBDA(const long t) {
           const long s = t / cells, c = t - s * cells;
-          o(s, k, c / e[2], c % e[2]) = static_cast<T>(u.data()[t]);
+          o(s, k, c / nx, c % nx) = static_cast<T>(u.data()[t]);
         });
   }
 }

@@ -31,6 +31,22 @@ double max_abs_diff(const View3<double>& a, const View3<double>& b) {
   return m;
 }
 
+// kap = κ((un + uk)/2) cell by cell; returns the number of cells where it is NaN, infinite or not positive. A free
+// function, not part of the private NonlinearHeatStepper::step_sample: nvcc rejects a KOKKOS_LAMBDA in a private
+// member function.
+long kappa_mid(const heat::KappaFn& f, const double* un, const double* uk, double* kap, long cells) {
+  long bad = 0;
+  Kokkos::parallel_reduce(
+      "attnphys::nonlinear_heat_kappa_mid", Kokkos::RangePolicy<ExecSpace>(0, cells),
+      KOKKOS_LAMBDA(const long i, long& nb) {
+        const double v = f(0.5 * (un[i] + uk[i]));
+        kap[i] = v;
+        if (!(math::isfinite(v) && v > 0.0)) ++nb;
+      },
+      bad);
+  return bad;
+}
+
 }  // namespace
 
 void NonlinearOptions::validate() const {
@@ -87,15 +103,7 @@ void NonlinearHeatStepper::step_sample(const View3<double>& ub, long b, double t
   for (int k = 0; k < opts_.picard_max; ++k) {
     // κ at the mid-point (uⁿ + u^(k))/2 (κ(uⁿ) at k = 0), refusing NaN/inf states and non-positive κ.
     const double* uk = prev.data();
-    long bad = 0;
-    Kokkos::parallel_reduce(
-        "attnphys::nonlinear_heat_kappa_mid", Kokkos::RangePolicy<ExecSpace>(0, cells),
-        KOKKOS_LAMBDA(const long i, long& nb) {
-          const double v = f(0.5 * (un[i] + uk[i]));
-          kap[i] = v;
-          if (!(math::isfinite(v) && v > 0.0)) ++nb;
-        },
-        bad);
+    const long bad = kappa_mid(f, un, uk, kap, cells);
     if (bad) {
       const long nan_u = heat::count_non_finite(un, cells);
       require(false, "nonlinear heat: kappa(u) is NaN, infinite or not positive in ", bad, " cell(s) of sample ", b,

@@ -42,6 +42,15 @@ void SamplerOptions::validate() const {
           ": use global_flip = 0");
 }
 
+namespace {
+// v(c) = c. A free function: nvcc rejects a KOKKOS_LAMBDA in a constructor (the enclosing function of an extended
+// lambda must allow its address to be taken).
+void fill_identity(const View1<long>& v) {
+  attnphys::parallel_for(
+      "attnphys::mc_identity", long(v.extent(0)), KOKKOS_LAMBDA(const long c) { v(c) = c; }, 256);
+}
+}  // namespace
+
 template <class T>
 MetropolisSampler<T>::MetropolisSampler(LogPsiModel<T>& model, const SamplerOptions& o, bool periodic)
     : model_(model), opt_(o), n_(model.n_sites()) {
@@ -66,11 +75,7 @@ MetropolisSampler<T>::MetropolisSampler(LogPsiModel<T>& model, const SamplerOpti
   accepted_ = View1<long>("attnphys::mc_accepted", C);
   take_ = View1<long>("attnphys::mc_take", C);
   identity_ = View1<long>("attnphys::mc_identity", C);
-  {
-    const auto id = identity_;
-    attnphys::parallel_for(
-        "attnphys::mc_identity", C, KOKKOS_LAMBDA(const long c) { id(c) = c; }, 256);
-  }
+  fill_identity(identity_);
   if (auto* inc = dynamic_cast<IncrementalLogPsi<T>*>(&model); inc && inc->incremental_enabled()) inc_ = inc;
   if (move_ == SamplerMove::Exchange) {
     std::vector<int> pi, pj;

@@ -758,6 +758,16 @@ void convert_rows(const A& dst, const B& src) {  // dst = src elementwise (float
         for (long i = 0; i < n; ++i) dst(r, i) = typename A::value_type(src(r, i));
       }, 4096);
 }
+// d1 = s1 and d2 = s2 elementwise (float -> double), [B]. A helper, so that no KOKKOS_LAMBDA is defined inside an
+// `if constexpr` block of the caller (nvcc refuses that for some host compilers / dialects).
+template <class A, class B>
+void convert_pair(const A& d1, const B& s1, const A& d2, const B& s2) {
+  attnphys::parallel_for(
+      "attnphys::vit_f32_out", s1.extent(0), KOKKOS_LAMBDA(const long b) {
+        d1(b) = typename A::value_type(s1(b));
+        d2(b) = typename A::value_type(s2(b));
+      }, 256);
+}
 }  // namespace
 
 template <class T>
@@ -1027,6 +1037,25 @@ struct IncrementalRows {
 };
 }  // namespace detail
 
+namespace {
+// The fused incremental kernel of incremental_chunk for compile-time widths D, F (0: run time): rows [0, rows) of the
+// chunk starting at configuration lo. A function template, not a generic lambda: nvcc rejects a KOKKOS_LAMBDA
+// defined inside a generic lambda.
+template <int D, int F, class T>
+void incremental_rows_kernel(const detail::IncrementalRows<T>& k, const View1<const long>& parent, long rows, long lo,
+                             long width, bool keep, T* kx, T* scr, T* z, const T* sg) {
+  const long S = k.S, np = k.np, d = k.d, n = k.n, per = k.per;
+  attnphys::parallel_for(
+      "attnphys::vit_incremental_rows", rows, KOKKOS_LAMBDA(const long r) {
+        const long bb = r / S, s = r % S;
+        T* x1 = keep ? kx + ((lo + bb) * per + s * np) * d : scr + r * width;
+        T* w = scr + r * width + np * d;
+        k.template x1_row<D>(x1, w, sg + (lo + bb) * n, parent(lo + bb), s);
+        k.template ff_pool<D, F>(z + r * d, x1, w);
+      });
+}
+}  // namespace
+
 template <class T>
 void TransformerAnsatz<T>::log_psi_from_reference(const View2<const T>& sigma, const View1<const long>& parent,
                                                   const View1<T>& re, const View1<T>& im) {
@@ -1048,12 +1077,7 @@ void TransformerAnsatz<T>::log_psi_from_reference(const View2<const T>& sigma, c
       }
       convert_rows(f32_sigma_, sigma);
       f32_->log_psi_from_reference(f32_sigma_, parent, f32_re_, f32_im_);
-      const auto fr = f32_re_, fi = f32_im_;
-      attnphys::parallel_for(
-          "attnphys::vit_f32_out", B, KOKKOS_LAMBDA(const long b) {
-            re(b) = T(fr(b));
-            im(b) = T(fi(b));
-          }, 256);
+      convert_pair(re, f32_re_, im, f32_im_);
       return;
     }
   }
@@ -1131,24 +1155,12 @@ void TransformerAnsatz<T>::incremental_chunk(const View2<const T>& sigma, const 
   // default widths (d 16, d_ff 32) and the doubled ones are compiled with constant trip counts.
   const bool keep = inc_keep_x1_;
   T* const kx = keep ? inc_x1_.data() : nullptr;
-  const long per = S * np;
-  auto launch = [&](auto dw, auto fw) {
-    constexpr int D = decltype(dw)::value, F = decltype(fw)::value;
-    attnphys::parallel_for(
-        "attnphys::vit_incremental_rows", rows, KOKKOS_LAMBDA(const long r) {
-          const long bb = r / S, s = r % S;
-          T* x1 = keep ? kx + ((lo + bb) * per + s * np) * d : scr + r * width;
-          T* w = scr + r * width + np * d;
-          k.template x1_row<D>(x1, w, sg + (lo + bb) * n, parent(lo + bb), s);
-          k.template ff_pool<D, F>(z + r * d, x1, w);
-        });
-  };
   if (d == 16 && k.dff == 32 && H <= 8)
-    launch(std::integral_constant<int, 16>(), std::integral_constant<int, 32>());
+    incremental_rows_kernel<16, 32>(k, parent, rows, lo, width, keep, kx, scr, z, sg);
   else if (d == 32 && k.dff == 64 && H <= 8)
-    launch(std::integral_constant<int, 32>(), std::integral_constant<int, 64>());
+    incremental_rows_kernel<32, 64>(k, parent, rows, lo, width, keep, kx, scr, z, sg);
   else
-    launch(std::integral_constant<int, 0>(), std::integral_constant<int, 0>());
+    incremental_rows_kernel<0, 0>(k, parent, rows, lo, width, keep, kx, scr, z, sg);
   readout_pooled(rows);
   const View1<T> sre(re.data() + lo, count), sim(im.data() + lo, count);
   combine(count, sre, sim);

@@ -214,6 +214,14 @@ class HeatSurrogate {
   std::vector<double> operator_row(const SurrogateCache<T>& cache, const ParameterBuffer<T>& params,
                                    long query) const;
 
+  // Implementation steps of the conditioned kind (public only because they hold device kernels: nvcc rejects a
+  // KOKKOS_LAMBDA in a private member function).
+  void conditioned_forward(const ops::Vec<T>& out, SurrogateCache<T>& c, const ops::ConstVec<T>& u,
+                           const ConstMat<T>& extra, const ConstMat<T>& coords, long batch, long len,
+                           const ParameterBuffer<T>& params) const;
+  void conditioned_backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout, const ParameterBuffer<T>& params,
+                            const ops::Vec<T>& du) const;
+
  private:
   SurrogateOptions opt_;
   int dim_;
@@ -231,11 +239,6 @@ class HeatSurrogate {
                       const ConstMat<T>& coords, long batch, long len, const ParameterBuffer<T>& params) const;
   void kernel_backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout, const ParameterBuffer<T>& params,
                        const ops::Vec<T>& du) const;
-  void conditioned_forward(const ops::Vec<T>& out, SurrogateCache<T>& c, const ops::ConstVec<T>& u,
-                           const ConstMat<T>& extra, const ConstMat<T>& coords, long batch, long len,
-                           const ParameterBuffer<T>& params) const;
-  void conditioned_backward(SurrogateCache<T>& c, const ops::ConstVec<T>& dout, const ParameterBuffer<T>& params,
-                            const ops::Vec<T>& du) const;
   long cond_width() const;  // Fc: conditioning features per token
   long local_size() const;  // (2r+1)^dim offsets of the local term, 0 without it
   std::string cp(long l) const { return "cond." + std::to_string(l) + "."; }
