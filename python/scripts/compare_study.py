@@ -41,6 +41,7 @@ import csv
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -61,7 +62,7 @@ CHAINS = ("tfim", "heisenberg")
 ANSATZ_ORDER = ("dmrg", "vmc_mps", "transformer")
 POINT_COLUMNS = ["chain", "n", "ansatz", "size", "chi", "seed", "params", "energy", "energy_error", "reference",
                  "relative_error", "relative_stat_error", "error_bound", "iterations", "converged", "seconds",
-                 "train_seconds"]
+                 "train_seconds", "failed"]
 P_COLUMNS = ["chain", "ansatz", "n", "eps", "params", "seeds", "params_median", "params_worst", "bound", "seconds"]
 FIT_COLUMNS = ["chain", "ansatz", "eps", "n_values", "a", "b", "b_error", "b_median", "crossing_with", "crossing_n",
                "crossing_n_median"]
@@ -161,9 +162,11 @@ def run_dmrg_point(args, chain, n, log):
     log(f"done {key} in {time.time() - t0:.1f} s")
 
 
-def vmc_command(args, chain, n, ansatz, size, chi, seed, ck, logfile):
+def vmc_command(args, chain, n, ansatz, size, chi, seed, ck, logfile, count_only=False):
+    """The point's `attnphys vmc` command; count_only: the same ansatz, no iteration (its parameter count)."""
     cmd = [args.cli, "vmc", "--json"] + chain_flags(chain, n)
-    cmd += ["--iters", str(args.max_iters), "--samples", str(args.samples), "--seed", str(seed)]
+    iters = 0 if count_only else args.max_iters
+    cmd += ["--iters", str(iters), "--samples", str(args.samples), "--seed", str(seed)]
     sets = [f"vmc.converge_window={args.window}", f"vmc.diag_shift_steps={args.shift_steps}",
             f"run.final_samples={args.final_samples}", "run.reference=none",
             f"vmc.checkpoint_every={args.checkpoint_every}"]
@@ -174,9 +177,12 @@ def vmc_command(args, chain, n, ansatz, size, chi, seed, ck, logfile):
         cmd += ["--ansatz", "transformer"]
         sets += [f"transformer.{k}={v}" for k, v in SIZES[size].items()] + [f"transformer.seed={seed}"]
     sets += args.set
+    if count_only:
+        sets += ["run.final_samples=0"]
     for s in sets:
         cmd += ["--set", s]
-    cmd += ["--checkpoint", ck, "--log", logfile]
+    if not count_only:
+        cmd += ["--checkpoint", ck, "--log", logfile]
     return cmd
 
 
@@ -223,8 +229,28 @@ def run_vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log):
         log(f"resume {key} from its checkpoint at iteration {it}")
     log(f"start {key}: {' '.join(cmd)}")
     t0 = time.time()
-    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
-    r = json.loads(out.strip().splitlines()[-1])
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said = [line for line in proc.stderr.splitlines() if line.startswith("attnphys:")]
+    for line in said:  # the warnings and errors, not the progress bar
+        print(line, flush=True)
+    if proc.returncode != 0:
+        err = next((line for line in said if line.startswith("attnphys: error:")), "")
+        if "diverged" not in err:
+            raise subprocess.CalledProcessError(proc.returncode, cmd, proc.stdout, proc.stderr)
+        # A diverged run is a result of this size and seed, not a reason to stop the study (it would diverge
+        # again): the point records it and reaches no eps.
+        m = re.search(r"at iteration (\d+)", err)
+        count = subprocess.run(vmc_command(args, chain, n, ansatz, size, chi, seed, None, None, count_only=True),
+                               check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+        res = {"key": key, "chain": chain, "n": n, "ansatz": ansatz, "size": size, "chi": chi, "seed": seed,
+               "params": json.loads(count.strip().splitlines()[-1])["n_parameters"], "energy": None,
+               "energy_error": None, "reference": reference, "relative_error": None,
+               "iterations": int(m.group(1)) if m else None, "converged": False, "failed": err,
+               "seconds": time.time() - t0, "train_seconds": time.time() - t0, "command": " ".join(cmd)}
+        write_atomic(path, json.dumps(res, indent=1))
+        log(f"done {key}: the run diverged ({err})")
+        return
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
     train_seconds, to_eps = log_seconds(logfile, reference, args.eps, args.window or 20)
     res = {"key": key, "chain": chain, "n": n, "ansatz": ansatz, "size": size, "chi": chi, "seed": seed,
            "params": r["n_parameters"], "energy": r["energy"], "energy_error": r["energy_error"],
@@ -262,6 +288,11 @@ def point_rows(points):
                 rows.append({"chain": p["chain"], "n": p["n"], "ansatz": "dmrg", "chi": r["chi"], "params": r["params"],
                              "energy": r["energy"], "reference": p["reference"], "relative_error": rel,
                              "error_bound": rel, "seconds": r["seconds"]})
+        elif p.get("failed"):  # a diverged run: no energy, reaches no eps
+            row = {k: p.get(k) for k in POINT_COLUMNS}
+            row["error_bound"] = math.inf
+            row["failed"] = p["failed"]
+            rows.append(row)
         else:
             row = {k: p.get(k) for k in POINT_COLUMNS}
             row["relative_stat_error"] = p["energy_error"] / abs(p["reference"])  # the final estimate's error bar
@@ -292,7 +323,7 @@ def smallest_params(points, eps):
             if k == 0:
                 return float(p), "upper"  # the smallest size already reaches eps: P <= p
             p0, e0 = points[k - 1]
-            if e0 <= e or e <= 0:
+            if e0 <= e or e <= 0 or not math.isfinite(e0):  # no log-log line to follow (e0: a diverged size)
                 return float(p), "interp"
             f = (math.log(e0) - math.log(eps)) / (math.log(e0) - math.log(e))
             return math.exp(math.log(p0) + f * (math.log(p) - math.log(p0))), "interp"
@@ -445,8 +476,8 @@ def plot(rows, prow, frows, out, eps_list):
                 if not cur:
                     continue
                 x = [p for p, _, _ in cur]
-                best = [max(e[0], 1e-16) for _, e, _ in cur]
-                worst = [max(e[-1], 1e-16) for _, e, _ in cur]
+                best = [min(max(e[0], 1e-16), 10.0) for _, e, _ in cur]  # 10: every seed diverged
+                worst = [min(max(e[-1], 1e-16), 10.0) for _, e, _ in cur]
                 ax.errorbar(x, best, yerr=[[0] * len(x), [w - b for w, b in zip(worst, best)]], color=colors[ansatz],
                             marker="o", capsize=2, label=label[ansatz])
             for eps in eps_list:

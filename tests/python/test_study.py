@@ -187,3 +187,20 @@ def test_a_vmc_point_reaches_eps_only_at_two_error_bars():
     assert abs(rows[2]["error_bound"] - 5e-5) < 1e-15       # above: its distance plus 2 sigma
     p = {r["eps"]: r for r in mod.p_of_n_rows(list(rows.values()), [1e-5, 3e-5]) if r["ansatz"] == "transformer"}
     assert p[1e-5]["bound"] == "none" and p[3e-5]["params"] == 500.0
+
+
+def test_a_diverged_point_is_recorded_and_the_study_goes_on(tmp_path):
+    # vmc.lr = 1e4 makes every transformer run diverge at its first iteration: each point records it (the run would
+    # diverge again on every attempt), reaches no eps, and the study ends normally with its tables.
+    out = tmp_path / "study"
+    cmd = study(out, ["--ansatze", "transformer", "--set", "vmc.lr=1e4"], max_iters=10)
+    subprocess.run(cmd, check=True, env=ENV, stdout=subprocess.PIPE)
+    with open(out / "points" / "tfim_n6_transformer_xs_s1.json") as f:
+        p = json.load(f)
+    assert "diverged" in p["failed"] and p["energy"] is None and p["iterations"] == 1 and p["params"] > 0
+    rows = read_csv(out / "p_of_n.csv")
+    assert {r["bound"] for r in rows if r["ansatz"] == "transformer"} == {"none"}
+    assert all("diverged" in r["failed"] for r in read_csv(out / "points.csv") if r["ansatz"] == "transformer")
+    # Run again: the failed points count as finished.
+    log = subprocess.run(cmd, check=True, env=ENV, stdout=subprocess.PIPE, text=True).stdout
+    assert "skip tfim_n6_transformer_s_s2: finished before" in log
