@@ -31,7 +31,8 @@ Outputs (each written atomically, rebuilt from every point file on each invocati
                              relative error, the error bar relative to |E|, error_bound, iterations, converged,
                              wall seconds
   p_of_n.csv / p_of_n.md     chain, ansatz, n, eps, params (best seed), seeds, params_median, params_worst, bound,
-                             seconds (wall time to reach eps)
+                             seconds (wall time to reach eps), complete (every planned size and seed has run;
+                             incomplete rows are not fitted)
   fits.csv / fits.md         P(eps, N) = a N^b per chain, ansatz and eps, and the N where the fits cross
   p_of_n.png                 P(eps, N), log-log, with the fits
   error_vs_params.png        relative error against parameters, one panel per chain and N, one curve per ansatz
@@ -63,7 +64,8 @@ ANSATZ_ORDER = ("dmrg", "vmc_mps", "transformer")
 POINT_COLUMNS = ["chain", "n", "ansatz", "size", "chi", "seed", "params", "energy", "energy_error", "reference",
                  "relative_error", "relative_stat_error", "error_bound", "iterations", "converged", "seconds",
                  "train_seconds", "failed"]
-P_COLUMNS = ["chain", "ansatz", "n", "eps", "params", "seeds", "params_median", "params_worst", "bound", "seconds"]
+P_COLUMNS = ["chain", "ansatz", "n", "eps", "params", "seeds", "params_median", "params_worst", "bound", "seconds",
+             "complete"]
 FIT_COLUMNS = ["chain", "ansatz", "eps", "n_values", "a", "b", "b_error", "b_median", "crossing_with", "crossing_n",
                "crossing_n_median"]
 
@@ -330,7 +332,9 @@ def smallest_params(points, eps):
     return None, "none"
 
 
-def p_of_n_rows(rows, eps_list):
+def p_of_n_rows(rows, eps_list, family=None):
+    """family: {ansatz: (the sizes or bond dimensions planned, seeds planned)}; a row is complete when every one of
+    them has a point for every seed (otherwise its P may still fall when the rest arrive)."""
     out = []
     for chain in sorted({r["chain"] for r in rows}):
         for ansatz in ANSATZ_ORDER:
@@ -356,9 +360,18 @@ def p_of_n_rows(rows, eps_list):
                             else:
                                 t = (r.get("seconds_to_eps") or {}).get(repr(eps))
                                 secs.append(t if t is not None else r["train_seconds"])
+                    complete = True
+                    if family and ansatz in family:
+                        what, n_seeds = family[ansatz]
+                        have = {}
+                        for r in rows:
+                            if r["chain"] == chain and r["n"] == n and r["ansatz"] == ansatz:
+                                k = r["chi"] if ansatz == "vmc_mps" else r["size"]
+                                have[k] = have.get(k, 0) + 1
+                        complete = all(have.get(w, 0) >= n_seeds for w in what)
                     out.append({"chain": chain, "ansatz": ansatz, "n": n, "eps": eps, "params": pb,
                                 "params_median": pm, "params_worst": pw, "seeds": seeds, "bound": bound,
-                                "seconds": min(secs) if secs else None})
+                                "seconds": min(secs) if secs else None, "complete": complete})
     return out
 
 
@@ -385,7 +398,7 @@ def fit_rows(prow):
     out = []
     groups = {}
     for r in prow:
-        if r["params"] is not None and r["bound"] == "interp":
+        if r["params"] is not None and r["bound"] == "interp" and r.get("complete", True):
             groups.setdefault((r["chain"], r["ansatz"], r["eps"]), []).append(r)
     fits, fits_median = {}, {}
     for (chain, ansatz, eps), rs in sorted(groups.items()):
@@ -499,7 +512,8 @@ def write_tables(args, log=None):
     rows = point_rows(load_points(args.out))
     if not rows:
         return None
-    prow = p_of_n_rows(rows, args.eps)
+    prow = p_of_n_rows(rows, args.eps, {"transformer": (args.sizes, len(args.seeds)),
+                                        "vmc_mps": (args.vmc_chi, len(args.seeds))})
     frows = fit_rows(prow)
     write_atomic(os.path.join(args.out, "points.csv"), csv_text(POINT_COLUMNS, rows))
     write_atomic(os.path.join(args.out, "points.md"), md_text(POINT_COLUMNS, rows))

@@ -86,6 +86,7 @@ def test_study_writes_every_table_with_its_columns(reference_run):
     assert {(r["ansatz"], float(r["eps"])) for r in p} == {(a, e) for a in ("dmrg", "vmc_mps", "transformer")
                                                            for e in (1e-2, 1e-3)}
     assert all(r["seeds"] == ("1" if r["ansatz"] == "dmrg" else "2") for r in p)
+    assert all(r["complete"] == "true" for r in p)  # every planned size and seed ran
     pts = read_csv(os.path.join(out, "points.csv"))
     tr = [r for r in pts if r["ansatz"] == "transformer"]
     assert len(tr) == 4 and len({r["params"] for r in tr}) == 2  # two sizes x two seeds
