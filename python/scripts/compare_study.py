@@ -188,6 +188,24 @@ def vmc_command(args, chain, n, ansatz, size, chi, seed, ck, logfile, count_only
     return cmd
 
 
+def point_settings(args):
+    """What a VMC point's result depends on besides its chain, size/chi and seed. Points made with other settings
+    must not be mixed into one table."""
+    return {"max_iters": args.max_iters, "window": args.window, "shift_steps": args.shift_steps,
+            "samples": args.samples, "final_samples": args.final_samples, "set": list(args.set)}
+
+
+def check_settings(args, path):
+    """Refuses to continue a study whose finished point `path` was made with other settings."""
+    with open(path) as f:
+        had = json.load(f).get("settings")
+    now = point_settings(args)
+    if had is not None and had != now:
+        diff = ", ".join(f"{k}: {had.get(k)!r} there, {now[k]!r} now" for k in now if had.get(k) != now[k])
+        sys.exit(f"compare_study: {path} was made with other settings ({diff}); continue with the same options, "
+                 f"or give this study its own --out")
+
+
 def log_seconds(logfile, reference, eps_list, window):
     """Training wall time in all (sum of the log's per-iteration seconds, across resumes) and, for each eps, the time
     at which the mean energy over the last `window` iterations first came within eps of the reference."""
@@ -248,6 +266,7 @@ def run_vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log):
                "params": json.loads(count.strip().splitlines()[-1])["n_parameters"], "energy": None,
                "energy_error": None, "reference": reference, "relative_error": None,
                "iterations": int(m.group(1)) if m else None, "converged": False, "failed": err,
+               "settings": point_settings(args),
                "seconds": time.time() - t0, "train_seconds": time.time() - t0, "command": " ".join(cmd)}
         write_atomic(path, json.dumps(res, indent=1))
         log(f"done {key}: the run diverged ({err})")
@@ -260,6 +279,7 @@ def run_vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log):
            "relative_error": abs(r["energy"] - reference) / abs(reference), "iterations": r["iterations"],
            "converged": r["converged"], "seconds": train_seconds + r["estimate_seconds"],
            "train_seconds": train_seconds, "seconds_to_eps": {repr(k): v for k, v in to_eps.items()},
+           "settings": point_settings(args),
            "command": " ".join(cmd)}
     write_atomic(path, json.dumps(res, indent=1))
     log(f"done {key} in {time.time() - t0:.1f} s: {r['iterations']} iterations"
@@ -592,6 +612,7 @@ def main(argv=None):
                     for seed in args.seeds:
                         key = point_key(chain, n, ansatz, size, chi, seed)
                         if key in done:
+                            check_settings(args, os.path.join(args.out, "points", key + ".json"))
                             log(f"skip {key}: finished before")
                             continue
                         run_vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log)

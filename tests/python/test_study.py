@@ -205,3 +205,16 @@ def test_a_diverged_point_is_recorded_and_the_study_goes_on(tmp_path):
     # Run again: the failed points count as finished.
     log = subprocess.run(cmd, check=True, env=ENV, stdout=subprocess.PIPE, text=True).stdout
     assert "skip tfim_n6_transformer_s_s2: finished before" in log
+
+
+def test_a_study_refuses_to_mix_points_made_with_other_settings(reference_run, tmp_path):
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(reference_run, out)
+    before = {n: (out / "points" / n).read_bytes() for n in os.listdir(out / "points")}
+    r = subprocess.run(study(out, ["--window", "7"]), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    assert r.returncode != 0
+    assert "was made with other settings (window: 5 there, 7 now)" in r.stderr, r.stderr
+    assert {n: (out / "points" / n).read_bytes() for n in os.listdir(out / "points")} == before
