@@ -380,6 +380,9 @@ def p_of_n_rows(rows, eps_list, family=None):
                             else:
                                 t = (r.get("seconds_to_eps") or {}).get(repr(eps))
                                 secs.append(t if t is not None else r["train_seconds"])
+                    # Final once every size up to the first that reaches eps (on the best, median and worst
+                    # curves alike) has all its seeds: larger sizes cannot change P. Without such a size, every
+                    # planned size must have run.
                     complete = True
                     if family and ansatz in family:
                         what, n_seeds = family[ansatz]
@@ -388,7 +391,18 @@ def p_of_n_rows(rows, eps_list, family=None):
                             if r["chain"] == chain and r["n"] == n and r["ansatz"] == ansatz:
                                 k = r["chi"] if ansatz == "vmc_mps" else r["size"]
                                 have[k] = have.get(k, 0) + 1
-                        complete = all(have.get(w, 0) >= n_seeds for w in what)
+                        params_of = {}
+                        for r in rows:
+                            if r["chain"] == chain and r["n"] == n and r["ansatz"] == ansatz:
+                                params_of[r["chi"] if ansatz == "vmc_mps" else r["size"]] = r["params"]
+                        reached = [next((p for p, e in curve if e <= eps), None) for curve in (best, med, worst)]
+                        limit = None if None in reached else max(reached)
+                        need = []  # `what` runs from the smallest size up: its prefix through the size at `limit`
+                        for w in what:
+                            need.append(w)
+                            if limit is not None and (w not in params_of or params_of[w] >= limit):
+                                break
+                        complete = all(have.get(w, 0) >= n_seeds for w in need)
                     out.append({"chain": chain, "ansatz": ansatz, "n": n, "eps": eps, "params": pb,
                                 "params_median": pm, "params_worst": pw, "seeds": seeds, "bound": bound,
                                 "seconds": min(secs) if secs else None, "complete": complete})
