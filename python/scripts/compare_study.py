@@ -501,17 +501,9 @@ def plot(rows, prow, frows, out, eps_list):
                     grid = [ns[0] * (ns[-1] * 2 / ns[0]) ** (i / 40) for i in range(41)]
                     ax.plot(grid, [fr[0]["a"] * g ** fr[0]["b"] for g in grid], color=colors[ansatz],
                             linestyle=["-", "--", ":", "-."][k % 4], linewidth=0.8)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("chain length N")
-        ax.set_ylabel("parameters P(ε, N)")
-        ax.set_title(("critical TFIM (h = 1)" if chain == "tfim" else "Heisenberg chain") + ", open")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "p_of_n.png.tmp.png"), dpi=120)
-    os.replace(os.path.join(out, "p_of_n.png.tmp.png"), os.path.join(out, "p_of_n.png"))
-    plt.close(fig)
+        log_axes(ax, "chain length N", "parameters P(ε, N)",
+                 ("critical TFIM (h = 1)" if chain == "tfim" else "Heisenberg chain") + ", open", 7, xbase=2)
+    save_figure(plt, fig, os.path.join(out, "p_of_n.png"), 120)
 
     sizes = sorted({r["n"] for r in rows})
     fig, axes = plt.subplots(len(chains), len(sizes), figsize=(4.2 * len(sizes), 3.6 * len(chains)), squeeze=False)
@@ -529,16 +521,26 @@ def plot(rows, prow, frows, out, eps_list):
                             marker="o", capsize=2, label=label[ansatz])
             for eps in eps_list:
                 ax.axhline(eps, color="gray", linewidth=0.5, linestyle=":")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_title(f"{chain}, N = {n}", fontsize=9)
-            ax.set_xlabel("parameters")
-            ax.set_ylabel("(ΔE⁺ + 2σ) / |E|: best seed, bar to worst")
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=6)
+            log_axes(ax, "parameters", "(ΔE⁺ + 2σ) / |E|: best seed, bar to worst", f"{chain}, N = {n}", 6)
+    save_figure(plt, fig, os.path.join(out, "error_vs_params.png"), 110)
+
+
+def log_axes(ax, xlabel, ylabel, title, legend_size, xbase=10):
+    ax.set_xscale("log", base=xbase)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9 if legend_size < 7 else None)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=legend_size)
+
+
+def save_figure(plt, fig, path, dpi):
+    """Drawn to a temporary file and renamed, as the tables."""
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "error_vs_params.png.tmp.png"), dpi=110)
-    os.replace(os.path.join(out, "error_vs_params.png.tmp.png"), os.path.join(out, "error_vs_params.png"))
+    tmp = f"{path}.tmp-{os.getpid()}.png"
+    fig.savefig(tmp, dpi=dpi)
+    os.replace(tmp, path)
     plt.close(fig)
 
 

@@ -218,3 +218,17 @@ def test_a_study_refuses_to_mix_points_made_with_other_settings(reference_run, t
     assert r.returncode != 0
     assert "was made with other settings (window: 5 there, 7 now)" in r.stderr, r.stderr
     assert {n: (out / "points" / n).read_bytes() for n in os.listdir(out / "points")} == before
+
+
+def test_tables_only_redraws_the_plots(reference_run, tmp_path):
+    pytest.importorskip("matplotlib")
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(reference_run, out)
+    cmd = [sys.executable, SCRIPT, "--tables-only", "--out", str(out), "--n", "6", "--sizes", "xs", "s", "--seeds",
+           "1", "2", "--vmc-chi", "2", "--eps", "1e-2", "1e-3"]
+    subprocess.run(cmd, check=True, env=ENV, stdout=subprocess.PIPE)
+    for name in ("p_of_n.png", "error_vs_params.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+    no_temporaries(out)
