@@ -13,46 +13,34 @@ namespace attnphys::python {
 
 namespace {
 
-// Grid from a numpy shape: (nx,), (ny, nx) or (nz, ny, nx).
+// Grid from a numpy shape: (nx,), (ny, nx) or (nz, ny, nx) (the checks are the entry layer's:
+// attnphys/solvers/entry/arrays.hpp).
 heat::HeatProblem problem_for(const std::vector<long>& shape, double dx, const std::string& bc) {
-  require(shape.size() >= 1 && shape.size() <= 3, "heat: arrays must be 1-, 2- or 3-dimensional, got ", shape.size(),
-          " dimensions");
-  const int d = int(shape.size());
-  std::array<long, 3> n{1, 1, 1};
-  for (int a = 0; a < d; ++a) n[a] = shape[d - 1 - a];
-  return heat::make_problem(d, n, {dx, dx, dx}, 1.0, bc);
+  return entry::heat_problem(shape, dx, bc);
 }
 
 void set_kappa(heat::HeatProblem& p, const py::object& kappa, const std::vector<long>& shape) {
   if (py::isinstance<py::float_>(kappa) || py::isinstance<py::int_>(kappa)) {
-    p.kappa = kappa.cast<double>();
+    entry::set_kappa(p, kappa.cast<double>());
   } else {
-    Array<double> k = kappa.cast<Array<double>>();
-    require(shape_of(k) == shape, "kappa must be a number or an array shaped like u0 ", shape_str(shape),
-            ", got shape ", shape_str(k));
-    const auto e = p.spatial_extents();
-    p.kappa_field = View3<double>("kappa", e[0], e[1], e[2]);
-    Kokkos::deep_copy(p.kappa_field, HostView3<const double>(k.data(), e[0], e[1], e[2]));
+    const HeldArray k(kappa);
+    entry::set_kappa(p, k.host, shape);
   }
-  p.validate();
 }
 
 Array<double> solve_py(Array<double> u0, double t_end, double dx, const py::object& kappa, const std::string& bc,
                        const std::string& method, double dt) {
   const auto shape = shape_of(u0);
-  auto p = problem_for(shape, dx, bc);
-  set_kappa(p, kappa, shape);
-  const auto e = p.spatial_extents();
-  View3<double> u("u0", e[0], e[1], e[2]);
-  Kokkos::deep_copy(u, HostView3<const double>(u0.data(), e[0], e[1], e[2]));
-  fd::HeatSolveOptions o;
-  o.method = fd::parse_method(method);
-  if (o.method == fd::Method::CrankNicolson && p.grid.dim > 1) o.method = fd::Method::Adi;
-  o.dt = dt;
+  const bool scalar = py::isinstance<py::float_>(kappa) || py::isinstance<py::int_>(kappa);
+  const HeldArray k(scalar ? py::none() : kappa);
+  const entry::HostArray* ka = scalar ? nullptr : &k.host;
+  const auto call = entry::heat_solve_call(host_array(u0), t_end, dx, ka, scalar ? kappa.cast<double>() : 0.0, bc,
+                                           method, dt);
+  const auto e = call.problem.spatial_extents();
   fd::HeatSolution sol;
   {
     py::gil_scoped_release release;
-    sol = fd::solve(p, u, t_end, o);
+    sol = fd::solve(call.problem, call.u0, call.t_end, call.options);
   }
   Array<double> out(shape);
   Kokkos::deep_copy(HostView3<double>(out.mutable_data(), e[0], e[1], e[2]), sol.u);
@@ -81,8 +69,7 @@ Array<double> solve_nonlinear_py(Array<double> u0, double t_end, double dx, cons
   o.picard = no.build();
   o.dt = dt;
   const auto e = p.spatial_extents();
-  View3<double> u("u0", e[0], e[1], e[2]);
-  Kokkos::deep_copy(u, HostView3<const double>(u0.data(), e[0], e[1], e[2]));
+  const View3<double> u = entry::heat_field(p, host_array(u0), "u0");
   fd::HeatSolution sol;
   {
     py::gil_scoped_release release;

@@ -77,75 +77,14 @@ training::TrainOptions train_options(const py::dict& values) {
   return o;
 }
 
-// Device copies of host arrays.
-View2<double> to_view(const Array<double>& a, long rows, long cols, const char* what) {
-  require(a.ndim() == 2 && long(a.shape(0)) == rows && long(a.shape(1)) == cols, what, ": expected an array of shape (",
-          rows, ", ", cols, "), got ", shape_str(a));
-  View2<double> v(std::string("attnphys::") + what, rows, cols);
-  Kokkos::deep_copy(v, HostView2<const double>(a.data(), rows, cols));
-  return v;
-}
-
 // Pairs from arrays: inputs [S, P], targets [S, P] or trajectories [S, K, P] (targets[:, j] the field j + 1 horizons
-// on: HeatPairs::later for train.unroll), coords [P, dim], extra [S, P, C] (C = 0: None), tau [S] (None: 1).
+// on: HeatPairs::later for train.unroll), coords [P, dim], extra [S, P, C] (C = 0: None), tau [S] (None: 1). The
+// checks are the entry layer's (attnphys/solvers/entry/arrays.hpp), which the fuzz target fuzz_arrays drives.
 HeatPairs make_pairs(const Array<double>& inputs, const py::object& targets, const Array<double>& coords, long nx,
                      long ny, long nz, int dim, const py::object& extra, const py::object& tau, long channels) {
-  require(inputs.ndim() == 2, "inputs: expected [samples, points], got ", shape_str(inputs));
-  const long S = long(inputs.shape(0)), P = long(inputs.shape(1));
-  require(P == nx * ny * nz, "inputs: ", P, " points per sample for a ", nx, "x", ny,
-          nz > 1 ? "x" + std::to_string(nz) : std::string(), " grid");
-  HeatPairs p;
-  p.count = S;
-  p.points = P;
-  p.n = p.nx = nx;
-  p.ny = ny;
-  p.nz = nz;
-  p.dim = dim;
-  p.inputs = to_view(inputs, S, P, "inputs");
-  if (targets.is_none()) {
-    p.targets = View2<double>("attnphys::targets", S, P);
-  } else {
-    const auto t = targets.cast<Array<double>>();
-    if (t.ndim() == 3) {  // a trajectory per sample
-      const long K = long(t.shape(1));
-      require(long(t.shape(0)) == S && K >= 1 && long(t.shape(2)) == P, "targets: expected trajectories of shape (",
-              S, ", K, ", P, "), got ", shape_str(t));
-      HostView3<const double> h(t.data(), S, K, P);
-      HostView2<double> first("attnphys::targets_host", S, P);
-      for (long i = 0; i < S; ++i)
-        for (long q = 0; q < P; ++q) first(i, q) = h(i, 0, q);
-      p.targets = View2<double>("attnphys::targets", S, P);
-      Kokkos::deep_copy(p.targets, first);
-      if (K > 1) {
-        p.later = View3<double>("attnphys::later_targets", S, K - 1, P);
-        auto hl = Kokkos::create_mirror_view(p.later);
-        for (long i = 0; i < S; ++i)
-          for (long k = 1; k < K; ++k)
-            for (long q = 0; q < P; ++q) hl(i, k - 1, q) = h(i, k, q);
-        Kokkos::deep_copy(p.later, hl);
-      }
-    } else {
-      p.targets = to_view(t, S, P, "targets");
-    }
-  }
-  p.coords = to_view(coords, P, dim, "coords");
-  p.tau = View1<double>("attnphys::pair_horizon", S);
-  if (tau.is_none()) {
-    Kokkos::deep_copy(p.tau, 1.0);
-  } else {
-    const auto t = tau.cast<Array<double>>();
-    require(t.ndim() == 1 && long(t.shape(0)) == S, "tau: expected ", S, " horizons, got shape ", shape_str(t));
-    Kokkos::deep_copy(p.tau, HostView1<const double>(t.data(), S));
-  }
-  p.extra = View3<double>("attnphys::pair_channels", S, P, channels);
-  if (channels > 0) {
-    require(!extra.is_none(), "channels: the model takes ", channels, " extra channel(s), none were given");
-    const auto e = extra.cast<Array<double>>();
-    require(e.ndim() == 3 && long(e.shape(0)) == S && long(e.shape(1)) == P && long(e.shape(2)) == channels,
-            "channels: expected an array of shape (", S, ", ", P, ", ", channels, "), got ", shape_str(e));
-    Kokkos::deep_copy(p.extra, HostView3<const double>(e.data(), S, P, channels));
-  }
-  return p;
+  const HeldArray t(targets), e(channels > 0 ? extra : py::none()), ta(tau);
+  return entry::heat_pairs(host_array(inputs), t.host, host_array(coords), nx, ny, nz, dim, e.host, ta.host,
+                           channels);
 }
 
 py::dict to_dict(const training::SurrogateOptions& o) {
@@ -376,32 +315,15 @@ py::dict fit_file(PyModel& pm, const std::string& path, const std::string& field
 Array<double> predict(PyModel& pm, const Array<double>& inputs, const py::object& extra, const Array<double>& coords,
                       const py::object& tau, long batch) {
   HeatModel& m = *pm.m;
-  require(inputs.ndim() == 2, "predict: expected fields [samples, points], got ", shape_str(inputs));
-  require(batch >= 1, "predict: batch must be at least 1, got ", batch);
-  const long S = long(inputs.shape(0)), P = long(inputs.shape(1)), C = long(m.channel_names().size());
-  const int dim = m.grid().dim;
+  const long C = long(m.channel_names().size());
+  const HeldArray e(C > 0 ? extra : py::none()), ta(tau);
   auto lock = lock_model(pm);
-  const View2<double> in = to_view(inputs, S, P, "fields");
-  const View2<double> co = to_view(coords, P, dim, "coords");
-  View3<double> ex("attnphys::predict_channels", S, P, C);
-  if (C > 0) {
-    const auto e = extra.cast<Array<double>>();
-    require(e.ndim() == 3 && long(e.shape(0)) == S && long(e.shape(1)) == P && long(e.shape(2)) == C,
-            "channels: expected an array of shape (", S, ", ", P, ", ", C, "), got ", shape_str(e));
-    Kokkos::deep_copy(ex, HostView3<const double>(e.data(), S, P, C));
-  }
-  View1<double> ta;
-  if (!tau.is_none()) {
-    const auto t = tau.cast<Array<double>>();
-    require(t.ndim() == 1 && long(t.shape(0)) == S, "tau: expected ", S, " horizons, got shape ", shape_str(t));
-    ta = View1<double>("attnphys::predict_tau", S);
-    Kokkos::deep_copy(ta, HostView1<const double>(t.data(), S));
-  }
-  Array<double> out(std::vector<long>{S, P});
+  const entry::PredictArgs a = entry::predict_args(m, host_array(inputs), e.host, host_array(coords), ta.host, batch);
+  Array<double> out(std::vector<long>{a.samples, a.points});
   {
     py::gil_scoped_release release;
-    const View2<double> pred = m.predict(in, ex, co, ta, batch);
-    Kokkos::deep_copy(HostView2<double>(out.mutable_data(), S, P), pred);
+    const View2<double> pred = m.predict(a.inputs, a.extra, a.coords, a.tau, batch);
+    Kokkos::deep_copy(HostView2<double>(out.mutable_data(), a.samples, a.points), pred);
   }
   return out;
 }

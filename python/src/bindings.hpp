@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attnphys/core/error.hpp"
+#include "attnphys/solvers/entry/arrays.hpp"
 
 namespace attnphys::python {
 
@@ -34,6 +35,20 @@ inline std::string shape_str(const std::vector<long>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 inline std::string shape_str(const py::array& a) { return shape_str(shape_of(a)); }
+
+// A numpy argument for the array entry points (attnphys/solvers/entry/arrays.hpp, where the checks live): the
+// float64 C-contiguous array (forcecast) and the HostArray that points into it, valid while this object lives.
+inline entry::HostArray host_array(const Array<double>& a) { return {a.data(), shape_of(a)}; }
+struct HeldArray {
+  Array<double> array;
+  entry::HostArray host;  // data == nullptr: None
+  HeldArray() = default;
+  explicit HeldArray(const py::object& o) {
+    if (o.is_none()) return;
+    array = o.cast<Array<double>>();
+    host = host_array(array);
+  }
+};
 
 void bind_core(py::module_& m);
 

@@ -68,7 +68,10 @@ void HeatStepper::step(const View3<double>& u, double t, double dt) {
       require(substep_, "FTCS time step dt = ", dt, " exceeds the stability limit dt_max = ", ftcs_limit(),
               " (sum_i kappa_max dt/dx_i^2 <= 1/2; 2/3 of that next to Dirichlet sides): use dt <= ", ftcs_limit(),
               ", an implicit method (cn, adi), or allow sub-steps (solver.substep = true)");
-      sub = static_cast<long>(std::ceil(dt / ftcs_limit()));
+      const double subs = std::ceil(dt / ftcs_limit());
+      require(subs <= 1e12, "FTCS time step dt = ", dt, " needs ", subs, " stable sub-steps of ", ftcs_limit(),
+              " (more than 10^12): use an implicit method (cn, adi) or a smaller dt");
+      sub = static_cast<long>(subs);
     }
     for (long s = 0; s < sub; ++s) {
       ftcs_step(u, tmp_, t + s * (dt / sub), dt / sub);
@@ -114,7 +117,11 @@ long HeatStepper::advance(const View3<double>& u, double t0, double t1, double d
             ", an implicit method (cn, adi), or allow sub-steps (solver.substep = true)");
     dt_max = ftcs_limit();
   }
-  const long n = std::max(1L, static_cast<long>(std::ceil((t1 - t0) / dt_max * (1 - 1e-12))));
+  // A span of 1e300 in steps of 1e-3 would overflow the step count (and never end): refuse it with the count.
+  const double steps = std::ceil((t1 - t0) / dt_max * (1 - 1e-12));
+  require(steps <= 1e12, "advancing from t = ", t0, " to t = ", t1, " in steps of at most ", dt_max, " takes ", steps,
+          " steps (more than 10^12): use a larger dt or a shorter time span");
+  const long n = std::max(1L, static_cast<long>(steps));
   const double dt = (t1 - t0) / n;
   if (method_ == Method::Ftcs) {  // ping-pong between u and the work array: no copies
     View3<double> a = u, b = tmp_;

@@ -159,7 +159,10 @@ long NonlinearHeatStepper::advance(const View3<double>& u, double t0, double t1,
   if (!(t1 > t0)) return 0;
   check_state(u);
   ScopedRegion region("attnphys::nonlinear_heat_advance");
-  const long n = std::max(1L, static_cast<long>(std::ceil((t1 - t0) / dt_max * (1 - 1e-12))));
+  const double steps = std::ceil((t1 - t0) / dt_max * (1 - 1e-12));
+  require(steps <= 1e12, "advancing from t = ", t0, " to t = ", t1, " in steps of at most ", dt_max, " takes ", steps,
+          " steps (more than 10^12): use a larger dt or a shorter time span");
+  const long n = std::max(1L, static_cast<long>(steps));
   const double dt = (t1 - t0) / n;
   const long samples = linear_.op().dim() == 3 ? 1 : long(u.extent(0));
   for (long b = 0; b < samples; ++b) {
