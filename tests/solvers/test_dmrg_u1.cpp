@@ -278,7 +278,7 @@ TEST(DmrgMemory, PeakIsTheTensorsPlusOneWorkSetAndSaturatedSweepsDoNotGrow) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer: its allocator, shadow memory and quarantine are not the library's footprint";
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || __has_feature(thread_sanitizer)
   GTEST_SKIP() << "sanitizer build: its allocator, shadow memory and quarantine are not the library's footprint";
 #endif
 #endif

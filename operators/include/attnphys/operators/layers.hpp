@@ -78,8 +78,14 @@ struct FastExpInt<float> {
 template <class F>
 KOKKOS_INLINE_FUNCTION F fast_exp_poly(F x) {
   typedef typename FastExpInt<F>::type I;
+  // Below -104, exp is 0 in float anyway: clamping x keeps kf in int range (a score of -1e13, from inputs of 1e30,
+  // made the conversion undefined; found by fuzz_arrays). kf is clamped too, NaN-safe (a NaN x gives -128 there and
+  // a NaN result through r), so that the conversion never sees NaN or infinity.
+  x = x < -104.0f ? F{} - 104.0f : x;
   const F t = x * 1.4426950408889634f;
-  const F kf = (t + 12582912.0f) - 12582912.0f;  // round to nearest without a branch (1.5 * 2^23)
+  F kf = (t + 12582912.0f) - 12582912.0f;  // round to nearest without a branch (1.5 * 2^23)
+  kf = kf > -128.0f ? kf : F{} - 128.0f;
+  kf = kf < 128.0f ? kf : F{} + 128.0f;
   I n = FastExpInt<F>::convert(kf);
   n = n < -127 ? I{} - 127 : n;  // integer clamps: 2^-127 is encoded as 0, so deep underflow gives exactly 0
   n = n > 127 ? I{} + 127 : n;
