@@ -153,3 +153,34 @@ TEST(ArrayEntry, PairsCheckEveryArrayAgainstTheGridAndConvert) {
   refuse([&] { entry::heat_pairs({x.data(), {S, P}}, none, {c.data(), {P, 2}}, nx, ny, 1, 2, none, none, 0); },
          "inputs holds 1 non-finite value(s) (NaN or inf), the first at flat index 5");
 }
+
+// A cell width whose square underflows, a kappa near the double limit, or a step 10^17 times the stability limit
+// gave a non-finite solution without an error; refused now (found by fuzz_arrays).
+TEST(ArrayEntry, AnOverflowingDiffusionNumberIsRefused) {
+  auto u = ramp(75);
+  for (const double dx : {4.2e-309, 3.4e-304}) {
+    const std::string m = error_of([&] {
+      entry::heat_solve_call({u.data(), {5, 3, 5}}, 3.66e-3, dx, nullptr, 1.0 / 64, "periodic", "adi", 2.44e-4);
+    });
+    EXPECT_NE(m.find("too small for double precision"), std::string::npos) << dx << ": " << m;
+  }
+  {
+    const auto c = entry::heat_solve_call({u.data(), {5, 3, 5}}, 3.66e-3, 1e-140, nullptr, 1.0 / 64, "periodic",
+                                          "adi", 2.44e-4);
+    const std::string m = error_of([&] { fd::solve(c.problem, c.u0, c.t_end, c.options); });
+    EXPECT_NE(m.find("double precision cannot take such a step"), std::string::npos) << m;
+  }
+  // kappa 1e20 on Neumann sides: 7e17 limits per step (the fuzzer's case: -inf everywhere); refused. 1e10 runs and
+  // keeps the constant field.
+  std::vector<double> flat(8, -9.955);
+  for (const double kappa : {1e20, 1e10}) {
+    const auto c = entry::heat_solve_call({flat.data(), {8, 1}}, 0.0371, 2.36, nullptr, kappa, "neumann", "adi",
+                                          0.0381);
+    if (kappa > 1e15) {
+      EXPECT_THROW(fd::solve(c.problem, c.u0, c.t_end, c.options), Error);
+    } else {
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), fd::solve(c.problem, c.u0, c.t_end, c.options).u);
+      for (std::size_t i = 0; i < h.size(); ++i) EXPECT_NEAR(h.data()[i], -9.955, 1e-6);
+    }
+  }
+}

@@ -40,6 +40,9 @@ void HeatProblem::validate() const {
             ": every axis needs at least 1 cell");
     require(std::isfinite(grid.h[a]) && grid.h[a] > 0, "cell width along ", axis_name[a],
             " must be positive and finite, got ", grid.h[a]);
+    // 1/h^2 must be a double: a width of 1e-304 made the coefficients 0 * inf = NaN (found by fuzz_arrays).
+    require(std::isfinite(1.0 / (grid.h[a] * grid.h[a])), "cell width along ", axis_name[a], " = ", grid.h[a],
+            " is too small for double precision (1/dx^2 overflows): use another length unit");
     const bool p0 = bc[a][0].type == BcType::Periodic, p1 = bc[a][1].type == BcType::Periodic;
     require(p0 == p1, "axis ", axis_name[a], ": periodic must be set on both sides or neither");
     require(!p0 || grid.n[a] >= 3, "periodic axis ", axis_name[a], " needs at least 3 cells, got ", grid.n[a]);

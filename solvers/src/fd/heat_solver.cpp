@@ -52,8 +52,22 @@ void HeatStepper::ftcs_step(const View3<double>& in, const View3<double>& out, d
   op_.combine(out, in, in, {dt, dt, dt}, op_.has_forcing() ? dt : 0.0, G_, 0.0, {});
 }
 
+namespace {
+// kappa dt / dx^2 must be a number double precision can step with: a cell width of 1e-200 (1/dx^2 overflows) or a
+// kappa of 1e300 made every coefficient infinite, and a step 10^17 times the stability limit loses the identity in
+// the implicit solve's I + r L (Neumann sides: a zero pivot, -inf everywhere); both gave a non-finite solution
+// without a word (found by fuzz_arrays). Implicit steps up to 10^12 limits are fine (auto dt stays near N / 2 pi).
+void require_representable(double ftcs_limit, double dt) {
+  const double ratio = dt / ftcs_limit;
+  require(ftcs_limit > 0 && ratio <= 1e12, "the time step dt = ", dt, " is ", ratio,
+          " times the FTCS stability limit ", ftcs_limit, " (kappa dt / dx^2 beyond 10^12, or not finite): double "
+          "precision cannot take such a step; use a smaller dt, or rescale the cell width, kappa or the time unit");
+}
+}  // namespace
+
 void HeatStepper::step(const View3<double>& u, double t, double dt) {
   using H = HeatOperator;
+  require_representable(ftcs_limit(), dt);
   check_state(u);
   ensure_work(u);
   const bool g = op_.has_forcing();
@@ -109,6 +123,7 @@ void HeatStepper::step(const View3<double>& u, double t, double dt) {
 long HeatStepper::advance(const View3<double>& u, double t0, double t1, double dt_max) {
   require(dt_max > 0 && std::isfinite(dt_max), "time step must be positive and finite, got ", dt_max);
   if (!(t1 > t0)) return 0;
+  require_representable(ftcs_limit(), dt_max);
   check_state(u);
   ensure_work(u);
   if (method_ == Method::Ftcs && dt_max > ftcs_limit() * (1 + 1e-12)) {
