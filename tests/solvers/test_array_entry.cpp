@@ -135,7 +135,8 @@ TEST(ArrayEntry, PairsCheckEveryArrayAgainstTheGridAndConvert) {
   };
   refuse([&] { entry::heat_pairs({x.data(), {S, P}}, none, {c.data(), {P, 2}}, nx + 1, ny, 1, 2, none, none, 0); },
          "points per sample");
-  refuse([&] { entry::heat_pairs({x.data(), {S, P}}, none, {c.data(), {P, 3}}, nx, ny, 1, 2, none, none, 0); },
+  auto c3 = ramp(P * 3, 0.3);
+  refuse([&] { entry::heat_pairs({x.data(), {S, P}}, none, {c3.data(), {P, 3}}, nx, ny, 1, 2, none, none, 0); },
          "coords: expected an array of shape (8, 2), got (8, 3)");
   refuse([&] { entry::heat_pairs({x.data(), {S, P}}, {y.data(), {S, P - 1}}, {c.data(), {P, 2}}, nx, ny, 1, 2, none,
                                  none, 0); },

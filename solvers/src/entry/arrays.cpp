@@ -50,8 +50,10 @@ void require_shape(const HostArray& a, const std::vector<long>& shape, const std
   require(a.shape == shape, what, ": expected an array of shape ", expected, ", got ", shape_str(a.shape));
 }
 
-View2<double> to_view2(const HostArray& a, long rows, long cols, const std::string& what) {
+// The shape first: the finiteness scan then reads exactly the elements the shape promises.
+View2<double> to_view2(const HostArray& a, long rows, long cols, const std::string& what, const std::string& where) {
   require_shape(a, {rows, cols}, what, shape_str({rows, cols}));
+  require_finite(a, where, what);
   View2<double> v("attnphys::" + what, rows, cols);
   Kokkos::deep_copy(v, HostView2<const double>(a.data, rows, cols));
   return v;
@@ -123,7 +125,6 @@ training::HeatPairs heat_pairs(const HostArray& inputs, const HostArray& targets
   require(S >= 1, "inputs: no samples (shape ", shape_str(inputs.shape), ")");
   require(P == nx * ny * nz, "inputs: ", P, " points per sample for a ", nx, "x", ny,
           nz > 1 ? "x" + std::to_string(nz) : std::string(), " grid");
-  require_finite(inputs, "pairs", "inputs");
   training::HeatPairs p;
   p.count = S;
   p.points = P;
@@ -131,7 +132,7 @@ training::HeatPairs heat_pairs(const HostArray& inputs, const HostArray& targets
   p.ny = ny;
   p.nz = nz;
   p.dim = dim;
-  p.inputs = to_view2(inputs, S, P, "inputs");
+  p.inputs = to_view2(inputs, S, P, "inputs", "pairs");
   if (!targets.given()) {
     p.targets = View2<double>("attnphys::targets", S, P);
   } else if (targets.ndim() == 3) {  // a trajectory per sample
@@ -154,11 +155,9 @@ training::HeatPairs heat_pairs(const HostArray& inputs, const HostArray& targets
       Kokkos::deep_copy(p.later, hl);
     }
   } else {
-    require_finite(targets, "pairs", "targets");
-    p.targets = to_view2(targets, S, P, "targets");
+    p.targets = to_view2(targets, S, P, "targets", "pairs");
   }
-  require_finite(coords, "pairs", "coords");
-  p.coords = to_view2(coords, P, dim, "coords");
+  p.coords = to_view2(coords, P, dim, "coords", "pairs");
   p.tau = View1<double>("attnphys::pair_horizon", S);
   if (!tau.given()) {
     Kokkos::deep_copy(p.tau, 1.0);
@@ -191,10 +190,8 @@ PredictArgs predict_args(const training::HeatModel& model, const HostArray& inpu
   const long S = a.samples, P = a.points, C = long(model.channel_names().size());
   const int dim = model.grid().dim;
   require(P >= 1, "predict: fields have no points (shape ", shape_str(inputs.shape), ")");
-  require_finite(inputs, "predict", "fields");
-  a.inputs = to_view2(inputs, S, P, "fields");
-  require_finite(coords, "predict", "coords");
-  a.coords = to_view2(coords, P, dim, "coords");
+  a.inputs = to_view2(inputs, S, P, "fields", "predict");
+  a.coords = to_view2(coords, P, dim, "coords", "predict");
   a.extra = View3<double>("attnphys::predict_channels", S, P, C);
   if (C > 0) {
     require(extra.given(), "channels: the model takes ", C, " extra channel(s), none were given");
