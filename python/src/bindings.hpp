@@ -28,12 +28,8 @@ struct LiveToken {
 inline std::vector<long> shape_of(const py::array& a) {
   return std::vector<long>(a.shape(), a.shape() + a.ndim());
 }
-// A shape as Python prints it: (8, 8), (5,).
-inline std::string shape_str(const std::vector<long>& shape) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + (shape.size() == 1 ? ",)" : ")");
-}
+// A shape as Python prints it: (8, 8), (5,) (the entry layer's formatter, so both print shapes alike).
+inline std::string shape_str(const std::vector<long>& shape) { return entry::shape_str(shape); }
 inline std::string shape_str(const py::array& a) { return shape_str(shape_of(a)); }
 
 // A numpy argument for the array entry points (attnphys/solvers/entry/arrays.hpp, where the checks live): the

@@ -110,8 +110,8 @@ Filled fill(Bytes& in, const std::vector<long>& shape, double* max_abs) {
     const double m = std::isnan(v) ? std::numeric_limits<double>::infinity() : std::fabs(v);
     if (max_abs && m > *max_abs) *max_abs = m;
   }
-  f.host.data = f.values.data();
-  if (n == 0) f.host.data = reinterpret_cast<const double*>(&f);  // numpy hands a valid pointer for empty arrays
+  static const double no_elements = 0;  // numpy hands a valid, non-null pointer for an empty array
+  f.host.data = n == 0 ? &no_elements : f.values.data();
   f.host.shape = shape;
   return f;
 }
