@@ -5,6 +5,7 @@
 #include <new>
 #include <string>
 
+#include "attnphys/core/alloc_error.hpp"
 #include "attnphys/core/error.hpp"
 #include "attnphys/core/runtime.hpp"
 #include "attnphys/core/comm.hpp"
@@ -51,6 +52,15 @@ int main(int argc, char** argv) {
       std::cerr << "attnphys: error: not enough memory for this request (" << e.what()
                 << "): use smaller sizes (grid, batch, samples, chi, sites)" << std::endl;
       code = 2;
+    } catch (const std::runtime_error& e) {
+      if (attnphys::is_kokkos_allocation_failure(e.what())) {  // Kokkos' own report of a failed allocation
+        std::cerr << "attnphys: error: not enough memory for this request (" << e.what()
+                  << "): use smaller sizes (grid, batch, samples, chi, sites)" << std::endl;
+        code = 2;
+      } else {
+        std::cerr << "attnphys: internal error: " << e.what() << std::endl;
+        code = 3;
+      }
     } catch (const std::exception& e) {
       std::cerr << "attnphys: internal error: " << e.what() << std::endl;
       code = 3;

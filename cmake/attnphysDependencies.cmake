@@ -118,6 +118,12 @@ if(ATTNPHYS_KOKKOS_GCC12_WORKAROUND AND ATTNPHYS_KOKKOS_GCC12_BUG)
 endif()
 
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
+# Eigen serves host-only code (DMRG, ED, SR solves). Under nvcc it would mark its functions __host__ __device__ and
+# draw hundreds of warnings (#20012, #20014, #20015) from code that never runs on the device; EIGEN_NO_CUDA keeps
+# it a host library.
+if(CMAKE_CXX_COMPILER MATCHES "nvcc_wrapper" AND TARGET Eigen3::Eigen)
+  set_property(TARGET Eigen3::Eigen APPEND PROPERTY INTERFACE_COMPILE_DEFINITIONS EIGEN_NO_CUDA)
+endif()
 find_package(HDF5 REQUIRED COMPONENTS C)
 if(NOT TARGET attnphys_hdf5)
   add_library(attnphys_hdf5 INTERFACE IMPORTED GLOBAL)

@@ -16,11 +16,11 @@ bool is_trans(char t) {
   return t == 'T' || t == 't';
 }
 
-template <class T>
-void scale(const Mat<T>& C, T beta) {
+template <class Space, class T>
+void scale(const MatOn<T, Space>& C, T beta) {
   const long n = C.extent(1);
   Kokkos::parallel_for(
-      "attnphys::gemm_scale", Kokkos::RangePolicy<ExecSpace>(0, long(C.extent(0)) * n), KOKKOS_LAMBDA(long i) {
+      "attnphys::gemm_scale", Kokkos::RangePolicy<Space>(0, long(C.extent(0)) * n), KOKKOS_LAMBDA(long i) {
         T& c = C(i / n, i % n);
         c = (beta == T(0)) ? T(0) : beta * c;
       });
@@ -109,8 +109,9 @@ void skinny(T alpha, const ConstMat<T>& A, const ConstMat<T>& B, bool bt, T beta
 }
 #endif
 
-template <class T>
-void gemm_impl(char ta, char tb, T alpha, const ConstMat<T>& A, const ConstMat<T>& B, T beta, const Mat<T>& C) {
+template <class Space, class T>
+void gemm_impl(char ta, char tb, T alpha, const ConstMatOn<T, Space>& A, const ConstMatOn<T, Space>& B, T beta,
+               const MatOn<T, Space>& C) {
   const bool at = is_trans(ta), bt = is_trans(tb);
   const long m = at ? A.extent(1) : A.extent(0);
   const long ka = at ? A.extent(0) : A.extent(1);
@@ -121,10 +122,10 @@ void gemm_impl(char ta, char tb, T alpha, const ConstMat<T>& A, const ConstMat<T
           " but op(A)*op(B) is ", m, "x", n);
   if (m == 0 || n == 0) return;
   if (ka == 0 || alpha == T(0)) {  // BLAS would only scale C; do it ourselves so no library has to agree
-    scale(C, beta);
+    scale<Space>(C, beta);
     return;
   }
-  if constexpr (std::is_same<T, float>::value && Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible) {
+  if constexpr (std::is_same<T, float>::value && host_accessible<Space>()) {
     if (matmul_precision() == MatmulPrecision::BF16) {
       amx::gemm_bf16(at, bt, m, n, ka, alpha, A.data(), long(A.stride(0)), B.data(), long(B.stride(0)), beta,
                      C.data(), long(C.stride(0)));
@@ -132,14 +133,22 @@ void gemm_impl(char ta, char tb, T alpha, const ConstMat<T>& A, const ConstMat<T
     }
   }
 #ifdef ATTNPHYS_SKINNY_GEMM
-  if (skinny_applies(at, m, n, ka)) {
-    skinny(alpha, A, B, bt, beta, C);
-    return;
+  if constexpr (std::is_same<Space, ExecSpace>::value) {
+    if (skinny_applies(at, m, n, ka)) {
+      skinny(alpha, A, B, bt, beta, C);
+      return;
+    }
   }
 #endif
   const char tra[2] = {at ? 'T' : 'N', 0};
   const char trb[2] = {bt ? 'T' : 'N', 0};
+#if defined(KOKKOSKERNELS_VERSION) && KOKKOSKERNELS_VERSION >= 40000
+  KokkosBlas::gemm(Space(), tra, trb, alpha, A, B, beta, C);
+#else
+  // Kokkos Kernels 3.x takes no execution space; the Kokkos builds it comes with here enable Serial alone.
+  static_assert(std::is_same<Space, ExecSpace>::value, "gemm_on: this Kokkos Kernels runs only the default space");
   KokkosBlas::gemm(tra, trb, alpha, A, B, beta, C);
+#endif
 }
 
 template <class T>
@@ -156,7 +165,7 @@ void batched_impl(char ta, char tb, T alpha, const ConstMat3<T>& A, const ConstM
     ConstMat<T> a(A.data() + ba * A.extent(1) * A.extent(2), A.extent(1), A.extent(2));
     ConstMat<T> bm(B.data() + bb * B.extent(1) * B.extent(2), B.extent(1), B.extent(2));
     Mat<T> c(C.data() + b * C.extent(1) * C.extent(2), C.extent(1), C.extent(2));
-    gemm_impl(ta, tb, alpha, a, bm, beta, c);
+    gemm_impl<ExecSpace>(ta, tb, alpha, a, bm, beta, c);
   }
 }
 
@@ -179,11 +188,11 @@ MatmulPrecisionScope::~MatmulPrecisionScope() { t_matmul_precision = prev_; }
 
 void gemm(char ta, char tb, float alpha, const ConstMat<float>& A, const ConstMat<float>& B, float beta,
           const Mat<float>& C) {
-  detail_gemm::gemm_impl(ta, tb, alpha, A, B, beta, C);
+  detail_gemm::gemm_impl<ExecSpace>(ta, tb, alpha, A, B, beta, C);
 }
 void gemm(char ta, char tb, double alpha, const ConstMat<double>& A, const ConstMat<double>& B, double beta,
           const Mat<double>& C) {
-  detail_gemm::gemm_impl(ta, tb, alpha, A, B, beta, C);
+  detail_gemm::gemm_impl<ExecSpace>(ta, tb, alpha, A, B, beta, C);
 }
 void batched_gemm(char ta, char tb, float alpha, const ConstMat3<float>& A, const ConstMat3<float>& B, float beta,
                   const Mat3<float>& C) {
@@ -193,5 +202,17 @@ void batched_gemm(char ta, char tb, double alpha, const ConstMat3<double>& A, co
                   double beta, const Mat3<double>& C) {
   detail_gemm::batched_impl(ta, tb, alpha, A, B, beta, C);
 }
+
+template <class Space, class T>
+void gemm_on(char ta, char tb, T alpha, const ConstMatOn<T, Space>& A, const ConstMatOn<T, Space>& B, T beta,
+             const MatOn<T, Space>& C) {
+  detail_gemm::gemm_impl<Space>(ta, tb, alpha, A, B, beta, C);
+}
+#define ATTNPHYS_GEMM_ON(S)                                                                                      \
+  template void gemm_on<S, float>(char, char, float, const ConstMatOn<float, S>&, const ConstMatOn<float, S>&, \
+                                  float, const MatOn<float, S>&);                                              \
+  template void gemm_on<S, double>(char, char, double, const ConstMatOn<double, S>&,                           \
+                                   const ConstMatOn<double, S>&, double, const MatOn<double, S>&);
+ATTNPHYS_FOR_EACH_SPACE(ATTNPHYS_GEMM_ON)
 
 }  // namespace attnphys

@@ -29,7 +29,9 @@ namespace attnphys {
 namespace {
 std::mutex g_mutex;
 bool g_we_initialized_kokkos = false;
+#ifdef ATTNPHYS_HAVE_MPI
 bool g_we_initialized_mpi = false;
+#endif
 bool g_blas_spin_tuned = false;
 
 // OpenBLAS' worker threads spin (sched_yield in a loop) for 2^28 cycles, about 0.1 s, after each product before

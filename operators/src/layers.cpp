@@ -30,18 +30,18 @@ KOKKOS_INLINE_FUNCTION T gelu_erf(T x) {
 
 // f(i) for every i < n. With the vector erf, blocks of 1024 elements per Kokkos iteration, each a plain loop the
 // compiler vectorises (erf included); otherwise one element per iteration (the device layout).
-template <class F>
+template <class Space, class F>
 void elementwise(const char* label, long n, const F& f) {
 #ifdef ATTNPHYS_VECTOR_ERF
   constexpr long block = 1024;
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       label, (n + block - 1) / block, KOKKOS_LAMBDA(long b) {
         const long i1 = (b + 1) * block < n ? (b + 1) * block : n;
 #pragma GCC ivdep
         for (long i = b * block; i < i1; ++i) f(i);
       }, 16);
 #else
-  attnphys::parallel_for(label, n, f, 4096);
+  attnphys::parallel_for<Space>(label, n, f, 4096);
 #endif
 }
 // Σ_k f(p[k]) over a short contiguous row in eight interleaved partial sums, added pairwise at the end: the
@@ -61,13 +61,12 @@ KOKKOS_INLINE_FUNCTION T lane_sum(const T* p, long n, F f) {
 // neighbouring columns that walks down the rows, so every cache line of a is read once (a work item per column
 // would stream the whole matrix once per column); devices: one work item per column (coalesced across threads).
 constexpr long kCols = 16;
-constexpr bool kHostSpace = Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible;
 
-template <class T>
-void column_sums_add(const Vec<T>& out, const ConstMat<T>& a) {
+template <class T, class Space>
+void column_sums_add(const VecOn<T, Space>& out, const ConstMatOn<T, Space>& a) {
   const long m = a.extent(0), n = a.extent(1);
-  if (kHostSpace) {
-    attnphys::parallel_for(
+  if (host_accessible<Space>()) {
+    attnphys::parallel_for<Space>(
         "attnphys::column_sums", (n + kCols - 1) / kCols, KOKKOS_LAMBDA(long blk) {
           const long j0 = blk * kCols, w = n - j0 < kCols ? n - j0 : kCols;
           T s[kCols] = {};
@@ -79,7 +78,7 @@ void column_sums_add(const Vec<T>& out, const ConstMat<T>& a) {
         }, 4);
     return;
   }
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::column_sums", n, KOKKOS_LAMBDA(long j) {
         T s = 0;
         for (long i = 0; i < m; ++i) s += a(i, j);
@@ -89,8 +88,9 @@ void column_sums_add(const Vec<T>& out, const ConstMat<T>& a) {
 
 }  // namespace
 
-template <class T>
-void linear_forward(const Mat<T>& y, const ConstMat<T>& x, const ConstMat<T>& w, const ConstVec<T>& b) {
+template <class T, class Space>
+void linear_forward(const MatOn<T, Space>& y, const ConstMatOn<T, Space>& x, const ConstMatOn<T, Space>& w,
+                    const ConstVecOn<T, Space>& b) {
   ScopedRegion region("attnphys::linear_forward");
   const long m = y.extent(0), n = y.extent(1);
   require(long(x.extent(0)) == m && long(w.extent(0)) == n && w.extent(1) == x.extent(1),
@@ -98,39 +98,41 @@ void linear_forward(const Mat<T>& y, const ConstMat<T>& x, const ConstMat<T>& w,
           w.extent(1), " (w must be [out, in])");
   require(b.extent(0) == 0 || long(b.extent(0)) == n, "linear_forward: bias has ", b.extent(0), " entries, need ", n);
   if (b.extent(0) == 0) {
-    gemm('N', 'T', T(1), x, w, T(0), y);
+    gemm_on<Space, T>('N', 'T', T(1), x, w, T(0), y);
     return;
   }
   // Broadcast the bias first and let the gemm add onto it (beta = 1): one pass fewer over y.
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::linear_forward", m, KOKKOS_LAMBDA(long i) {
         for (long j = 0; j < n; ++j) y(i, j) = b(j);
       }, 16);
-  gemm('N', 'T', T(1), x, w, T(1), y);
+  gemm_on<Space, T>('N', 'T', T(1), x, w, T(1), y);
 }
 
-template <class T>
-void linear_backward(const Mat<T>& dx, const Mat<T>& dw, const Vec<T>& db, const ConstMat<T>& dy,
-                     const ConstMat<T>& x, const ConstMat<T>& w, bool accumulate_dx) {
+template <class T, class Space>
+void linear_backward(const MatOn<T, Space>& dx, const MatOn<T, Space>& dw, const VecOn<T, Space>& db,
+                     const ConstMatOn<T, Space>& dy, const ConstMatOn<T, Space>& x, const ConstMatOn<T, Space>& w,
+                     bool accumulate_dx) {
   ScopedRegion region("attnphys::linear_backward");
   const long m = dy.extent(0), n = dy.extent(1);
-  if (dx.extent(0) != 0) gemm('N', 'N', T(1), dy, w, accumulate_dx ? T(1) : T(0), dx);
-  gemm('T', 'N', T(1), dy, x, T(1), dw);
+  if (dx.extent(0) != 0) gemm_on<Space, T>('N', 'N', T(1), dy, w, accumulate_dx ? T(1) : T(0), dx);
+  gemm_on<Space, T>('T', 'N', T(1), dy, x, T(1), dw);
   if (db.extent(0) != 0) {
     require(long(db.extent(0)) == n, "linear_backward: db has ", db.extent(0), " entries, need ", n);
-    column_sums_add(db, dy);
+    column_sums_add<T, Space>(db, dy);
   }
 }
 
-template <class T>
-void layernorm_forward(const Mat<T>& y, const Vec<T>& mean, const Vec<T>& rstd, const ConstMat<T>& x,
-                       const ConstVec<T>& w, const ConstVec<T>& b, T eps) {
+template <class T, class Space>
+void layernorm_forward(const MatOn<T, Space>& y, const VecOn<T, Space>& mean, const VecOn<T, Space>& rstd,
+                       const ConstMatOn<T, Space>& x, const ConstVecOn<T, Space>& w, const ConstVecOn<T, Space>& b,
+                       T eps) {
   ScopedRegion region("attnphys::layernorm_forward");
   const long m = x.extent(0), d = x.extent(1);
   require(long(y.extent(0)) == m && long(y.extent(1)) == d && long(mean.extent(0)) == m &&
               long(rstd.extent(0)) == m && long(w.extent(0)) == d && long(b.extent(0)) == d,
           "layernorm_forward: shapes disagree (x is ", m, "x", d, ")");
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::layernorm_forward", m, KOKKOS_LAMBDA(long i) {
         const T* xi = &x(i, 0);
         const T mu = lane_sum(xi, d, [](T v) { return v; }) / T(d);
@@ -142,14 +144,14 @@ void layernorm_forward(const Mat<T>& y, const Vec<T>& mean, const Vec<T>& rstd, 
       }, 16);
 }
 
-template <class T>
-void layernorm_backward(const Mat<T>& dx, const Vec<T>& dw, const Vec<T>& db, const ConstMat<T>& dy,
-                        const ConstMat<T>& x, const ConstVec<T>& w, const ConstVec<T>& mean,
-                        const ConstVec<T>& rstd) {
+template <class T, class Space>
+void layernorm_backward(const MatOn<T, Space>& dx, const VecOn<T, Space>& dw, const VecOn<T, Space>& db,
+                        const ConstMatOn<T, Space>& dy, const ConstMatOn<T, Space>& x, const ConstVecOn<T, Space>& w,
+                        const ConstVecOn<T, Space>& mean, const ConstVecOn<T, Space>& rstd) {
   ScopedRegion region("attnphys::layernorm_backward");
   const long m = x.extent(0), d = x.extent(1);
   if (dx.extent(0) != 0) {
-    attnphys::parallel_for(
+    attnphys::parallel_for<Space>(
         "attnphys::layernorm_backward", m, KOKKOS_LAMBDA(long i) {
           const T mu = mean(i), r = rstd(i);
           T s1 = 0, s2 = 0;  // means of g and g·xhat, with g = dy·w
@@ -166,8 +168,8 @@ void layernorm_backward(const Mat<T>& dx, const Vec<T>& dw, const Vec<T>& db, co
           }
         }, 16);
   }
-  if (kHostSpace) {  // runs of kCols columns down the rows (see column_sums_add)
-    attnphys::parallel_for(
+  if (host_accessible<Space>()) {  // runs of kCols columns down the rows (see column_sums_add)
+    attnphys::parallel_for<Space>(
         "attnphys::layernorm_backward_params", (d + kCols - 1) / kCols,
         KOKKOS_LAMBDA(long blk) {
           const long k0 = blk * kCols, w = d - k0 < kCols ? d - k0 : kCols;
@@ -188,7 +190,7 @@ void layernorm_backward(const Mat<T>& dx, const Vec<T>& dw, const Vec<T>& db, co
         }, 4);
     return;
   }
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::layernorm_backward_params", d, KOKKOS_LAMBDA(long k) {
         T sw = 0, sb = 0;
         for (long i = 0; i < m; ++i) {
@@ -200,26 +202,26 @@ void layernorm_backward(const Mat<T>& dx, const Vec<T>& dw, const Vec<T>& db, co
       }, 4);
 }
 
-template <class T>
-void gelu_forward(const Mat<T>& y, const ConstMat<T>& x) {
+template <class T, class Space>
+void gelu_forward(const MatOn<T, Space>& y, const ConstMatOn<T, Space>& x) {
   ScopedRegion region("attnphys::gelu_forward");
   const long n = long(x.extent(0)) * long(x.extent(1));
   T* py = y.data();
   const T* px = x.data();
-  elementwise("attnphys::gelu_forward", n, KOKKOS_LAMBDA(long i) {
+  elementwise<Space>("attnphys::gelu_forward", n, KOKKOS_LAMBDA(long i) {
     const T v = px[i];
     py[i] = T(0.5) * v * (T(1) + gelu_erf(v * T(0.70710678118654752440)));
   });
 }
 
-template <class T>
-void gelu_backward(const Mat<T>& dx, const ConstMat<T>& dy, const ConstMat<T>& x) {
+template <class T, class Space>
+void gelu_backward(const MatOn<T, Space>& dx, const ConstMatOn<T, Space>& dy, const ConstMatOn<T, Space>& x) {
   ScopedRegion region("attnphys::gelu_backward");
   const long n = long(x.extent(0)) * long(x.extent(1));
   T* pdx = dx.data();
   const T* pdy = dy.data();
   const T* px = x.data();
-  elementwise("attnphys::gelu_backward", n, KOKKOS_LAMBDA(long i) {
+  elementwise<Space>("attnphys::gelu_backward", n, KOKKOS_LAMBDA(long i) {
     const T v = px[i];
     const T cdf = T(0.5) * (T(1) + gelu_erf(v * T(0.70710678118654752440)));
     const T pdf = T(0.39894228040143267794) * fast_exp(T(-0.5) * v * v);  // vectorises (float)
@@ -227,8 +229,8 @@ void gelu_backward(const Mat<T>& dx, const ConstMat<T>& dy, const ConstMat<T>& x
   });
 }
 
-template <class T>
-void bias_gelu_forward(const Mat<T>& f, const Mat<T>& g, const ConstVec<T>& b) {
+template <class T, class Space>
+void bias_gelu_forward(const MatOn<T, Space>& f, const MatOn<T, Space>& g, const ConstVecOn<T, Space>& b) {
   ScopedRegion region("attnphys::bias_gelu_forward");
   const long m = f.extent(0), n = f.extent(1);
   require(long(g.extent(0)) == m && long(g.extent(1)) == n && long(b.extent(0)) == n,
@@ -238,7 +240,7 @@ void bias_gelu_forward(const Mat<T>& f, const Mat<T>& g, const ConstVec<T>& b) {
   T* pg = g.data();
   const T* pb = b.data();
   // One pass: per row, f += b, then g = gelu(f) from the value in registers.
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::bias_gelu_forward", m, KOKKOS_LAMBDA(long i) {
         T* fr = pf + i * n;
         T* gr = pg + i * n;
@@ -251,11 +253,11 @@ void bias_gelu_forward(const Mat<T>& f, const Mat<T>& g, const ConstVec<T>& b) {
       }, 16);
 }
 
-template <class T>
-void softmax_forward(const Mat<T>& y, const ConstMat<T>& x) {
+template <class T, class Space>
+void softmax_forward(const MatOn<T, Space>& y, const ConstMatOn<T, Space>& x) {
   ScopedRegion region("attnphys::softmax_forward");
   const long m = x.extent(0), n = x.extent(1);
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::softmax_forward", m, KOKKOS_LAMBDA(long i) {
         T mx = x(i, 0);
         for (long j = 1; j < n; ++j) mx = x(i, j) > mx ? x(i, j) : mx;
@@ -270,11 +272,11 @@ void softmax_forward(const Mat<T>& y, const ConstMat<T>& x) {
       }, 16);
 }
 
-template <class T>
-void softmax_backward(const Mat<T>& dx, const ConstMat<T>& dy, const ConstMat<T>& y) {
+template <class T, class Space>
+void softmax_backward(const MatOn<T, Space>& dx, const ConstMatOn<T, Space>& dy, const ConstMatOn<T, Space>& y) {
   ScopedRegion region("attnphys::softmax_backward");
   const long m = y.extent(0), n = y.extent(1);
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::softmax_backward", m, KOKKOS_LAMBDA(long i) {
         T dot = 0;
         for (long j = 0; j < n; ++j) dot += dy(i, j) * y(i, j);
@@ -282,44 +284,48 @@ void softmax_backward(const Mat<T>& dx, const ConstMat<T>& dy, const ConstMat<T>
       }, 16);
 }
 
-template <class T>
-void residual_forward(const Mat<T>& y, const ConstMat<T>& a, const ConstMat<T>& b) {
+template <class T, class Space>
+void residual_forward(const MatOn<T, Space>& y, const ConstMatOn<T, Space>& a, const ConstMatOn<T, Space>& b) {
   const long n = long(a.extent(0)) * long(a.extent(1));
   T* py = y.data();
   const T* pa = a.data();
   const T* pb = b.data();
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::residual_forward", n,
       KOKKOS_LAMBDA(long i) { py[i] = pa[i] + pb[i]; }, 32768);
 }
 
-template <class T>
-void add_inplace(const Mat<T>& y, const ConstMat<T>& x) {
+template <class T, class Space>
+void add_inplace(const MatOn<T, Space>& y, const ConstMatOn<T, Space>& x) {
   const long n = long(x.extent(0)) * long(x.extent(1));
   T* py = y.data();
   const T* px = x.data();
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::add_inplace", n, KOKKOS_LAMBDA(long i) { py[i] += px[i]; }, 32768);
 }
 
-#define ATTNPHYS_INSTANTIATE_LAYERS(T)                                                                          \
-  template void linear_forward<T>(const Mat<T>&, const ConstMat<T>&, const ConstMat<T>&, const ConstVec<T>&);   \
-  template void linear_backward<T>(const Mat<T>&, const Mat<T>&, const Vec<T>&, const ConstMat<T>&,             \
-                                   const ConstMat<T>&, const ConstMat<T>&, bool);                               \
-  template void layernorm_forward<T>(const Mat<T>&, const Vec<T>&, const Vec<T>&, const ConstMat<T>&,           \
-                                     const ConstVec<T>&, const ConstVec<T>&, T);                                \
-  template void layernorm_backward<T>(const Mat<T>&, const Vec<T>&, const Vec<T>&, const ConstMat<T>&,          \
-                                      const ConstMat<T>&, const ConstVec<T>&, const ConstVec<T>&,               \
-                                      const ConstVec<T>&);                                                      \
-  template void gelu_forward<T>(const Mat<T>&, const ConstMat<T>&);                                             \
-  template void gelu_backward<T>(const Mat<T>&, const ConstMat<T>&, const ConstMat<T>&);                        \
-  template void bias_gelu_forward<T>(const Mat<T>&, const Mat<T>&, const ConstVec<T>&);                         \
-  template void softmax_forward<T>(const Mat<T>&, const ConstMat<T>&);                                          \
-  template void softmax_backward<T>(const Mat<T>&, const ConstMat<T>&, const ConstMat<T>&);                     \
-  template void residual_forward<T>(const Mat<T>&, const ConstMat<T>&, const ConstMat<T>&);                     \
-  template void add_inplace<T>(const Mat<T>&, const ConstMat<T>&);
-
-ATTNPHYS_INSTANTIATE_LAYERS(float)
-ATTNPHYS_INSTANTIATE_LAYERS(double)
+// Every layer for T = float and double on every enabled execution space (core/spaces.hpp).
+#define ATTNPHYS_INSTANTIATE_LAYERS(T, S)                                                                       \
+  template void linear_forward<T, S>(const MatOn<T, S>&, const ConstMatOn<T, S>&, const ConstMatOn<T, S>&,      \
+                                     const ConstVecOn<T, S>&);                                                  \
+  template void linear_backward<T, S>(const MatOn<T, S>&, const MatOn<T, S>&, const VecOn<T, S>&,               \
+                                      const ConstMatOn<T, S>&, const ConstMatOn<T, S>&, const ConstMatOn<T, S>&, \
+                                      bool);                                                                    \
+  template void layernorm_forward<T, S>(const MatOn<T, S>&, const VecOn<T, S>&, const VecOn<T, S>&,             \
+                                        const ConstMatOn<T, S>&, const ConstVecOn<T, S>&,                       \
+                                        const ConstVecOn<T, S>&, T);                                            \
+  template void layernorm_backward<T, S>(const MatOn<T, S>&, const VecOn<T, S>&, const VecOn<T, S>&,            \
+                                         const ConstMatOn<T, S>&, const ConstMatOn<T, S>&,                      \
+                                         const ConstVecOn<T, S>&, const ConstVecOn<T, S>&,                      \
+                                         const ConstVecOn<T, S>&);                                              \
+  template void gelu_forward<T, S>(const MatOn<T, S>&, const ConstMatOn<T, S>&);                                \
+  template void gelu_backward<T, S>(const MatOn<T, S>&, const ConstMatOn<T, S>&, const ConstMatOn<T, S>&);      \
+  template void bias_gelu_forward<T, S>(const MatOn<T, S>&, const MatOn<T, S>&, const ConstVecOn<T, S>&);       \
+  template void softmax_forward<T, S>(const MatOn<T, S>&, const ConstMatOn<T, S>&);                             \
+  template void softmax_backward<T, S>(const MatOn<T, S>&, const ConstMatOn<T, S>&, const ConstMatOn<T, S>&);   \
+  template void residual_forward<T, S>(const MatOn<T, S>&, const ConstMatOn<T, S>&, const ConstMatOn<T, S>&);   \
+  template void add_inplace<T, S>(const MatOn<T, S>&, const ConstMatOn<T, S>&);
+#define ATTNPHYS_LAYERS_ON(S) ATTNPHYS_INSTANTIATE_LAYERS(float, S) ATTNPHYS_INSTANTIATE_LAYERS(double, S)
+ATTNPHYS_FOR_EACH_SPACE(ATTNPHYS_LAYERS_ON)
 
 }  // namespace attnphys::ops

@@ -2,6 +2,7 @@
 // bind_* function defined in its own file.
 #include "bindings.hpp"
 
+#include "attnphys/core/alloc_error.hpp"
 #include "attnphys/core/runtime.hpp"
 
 #include <algorithm>
@@ -33,7 +34,7 @@ PYBIND11_MODULE(_core, m) {
              "smaller grid or a smaller model").c_str());
     } catch (const std::runtime_error& e) {
       // Kokkos reports a failed allocation as a runtime_error: the same attnphys.Error as above, with its size.
-      if (std::strstr(e.what(), "Kokkos failed to allocate memory") == nullptr) throw;
+      if (!attnphys::is_kokkos_allocation_failure(e.what())) throw;
       error((std::string("not enough memory for this request: ") + e.what()).c_str());
     }
   });

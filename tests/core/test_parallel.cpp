@@ -20,6 +20,19 @@ struct ThreadsGuard {
   ~ThreadsGuard() { set_host_threads(saved); }
 };
 
+// The kernels live in free functions: nvcc refuses device lambdas inside GoogleTest bodies (private TestBody()).
+void add_one_to_each(const View1<int>& h, long n) {
+  attnphys::parallel_for("test::hits", n, KOKKOS_LAMBDA(long i) { h(i) += 1; });
+}
+
+void fill_series(const View1<double>& out, long n) {
+  attnphys::parallel_for("test::series", n, KOKKOS_LAMBDA(long i) {
+    double s = 0.0;
+    for (long k = 1; k <= 50 + i % 13; ++k) s += math::sin(0.001 * double(i * k)) / double(k);
+    out(i) = s;
+  });
+}
+
 }  // namespace
 
 TEST(HostParallel, EveryIndexRunsExactlyOnceForAnyThreadCountAndSize) {
@@ -29,8 +42,7 @@ TEST(HostParallel, EveryIndexRunsExactlyOnceForAnyThreadCountAndSize) {
     EXPECT_EQ(host_threads(), threads);
     for (long n : {0L, 1L, 2L, 7L, 64L, 1001L}) {
       View1<int> hits("hits", n);
-      auto h = hits;  // captured by value, as in a library kernel
-      attnphys::parallel_for("test::hits", n, KOKKOS_LAMBDA(long i) { h(i) += 1; });
+      add_one_to_each(hits, n);  // captured by value, as in a library kernel
       Kokkos::fence();
       auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hits);
       long wrong = 0;
@@ -46,11 +58,7 @@ TEST(HostParallel, ResultsAreBitIdenticalAcrossThreadCounts) {
   auto run = [&](int threads) {
     set_host_threads(threads);
     View1<double> out("out", n);
-    attnphys::parallel_for("test::series", n, KOKKOS_LAMBDA(long i) {
-      double s = 0.0;
-      for (long k = 1; k <= 50 + i % 13; ++k) s += std::sin(0.001 * double(i * k)) / double(k);
-      out(i) = s;
-    });
+    fill_series(out, n);
     Kokkos::fence();
     return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
   };

@@ -1,28 +1,41 @@
 // Elementary layers: every backward against central finite differences (double), forward against definitions.
+// Each test runs once per enabled execution space (tests/spaces.hpp): `LayersOnSpace.Test<Kokkos::Serial>` etc.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "attnphys/operators/layers.hpp"
 #include "fd_check.hpp"
+#include "spaces.hpp"
 
 using namespace attnphys;
 using namespace attnphys::ops;
 using attnphys::test::fd_relative_error;
 using attnphys::test::randn;
-using attnphys::test::to_device;
-using attnphys::test::to_vector;
 
 namespace {
 constexpr long M = 5, IN = 7, OUT = 4;
 }
 
-TEST(Layers, LinearMatchesDefinitionAndGradients) {
+template <class Space>
+class LayersOnSpace : public ::testing::Test {
+ protected:
+  using V2 = Kokkos::View<double**, Kokkos::LayoutRight, typename Space::memory_space>;
+  using V1 = Kokkos::View<double*, Kokkos::LayoutRight, typename Space::memory_space>;
+};
+TYPED_TEST_SUITE(LayersOnSpace, test::Spaces);
+
+TYPED_TEST(LayersOnSpace, LinearMatchesDefinitionAndGradients) {
+  using Space = TypeParam;
+  using V2 = typename TestFixture::V2;
+  using V1 = typename TestFixture::V1;
+  auto to_device = [](const std::vector<double>& v, long r, long c) { return test::on_space<Space>(v, r, c); };
+  auto to_vector = [](const auto& v) { return test::host_values(v); };
   const auto x0 = randn(M * IN, 1), w0 = randn(OUT * IN, 2), b0 = randn(OUT, 3), dy0 = randn(M * OUT, 4);
   auto run = [&](const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b) {
-    View2<double> y("y", M, OUT);
+    V2 y("y", M, OUT);
     auto bd = to_device(b, 1, OUT);
-    linear_forward<double>(y, to_device(x, M, IN), to_device(w, OUT, IN), Kokkos::subview(bd, 0, Kokkos::ALL));
+    linear_forward<double, Space>(y, to_device(x, M, IN), to_device(w, OUT, IN), Kokkos::subview(bd, 0, Kokkos::ALL));
     return to_vector(y);
   };
   const auto y = run(x0, w0, b0);
@@ -32,10 +45,10 @@ TEST(Layers, LinearMatchesDefinitionAndGradients) {
       for (long k = 0; k < IN; ++k) s += x0[i * IN + k] * w0[o * IN + k];
       EXPECT_NEAR(y[i * OUT + o], s, 1e-12);
     }
-  View2<double> dx("dx", M, IN), dw("dw", OUT, IN);
-  View1<double> db("db", OUT);
+  V2 dx("dx", M, IN), dw("dw", OUT, IN);
+  V1 db("db", OUT);
   auto dy = to_device(dy0, M, OUT);
-  linear_backward<double>(dx, dw, db, dy, to_device(x0, M, IN), to_device(w0, OUT, IN));
+  linear_backward<double, Space>(dx, dw, db, dy, to_device(x0, M, IN), to_device(w0, OUT, IN));
   auto loss_x = [&](const std::vector<double>& x) { return test::dot(run(x, w0, b0), dy0); };
   auto loss_w = [&](const std::vector<double>& w) { return test::dot(run(x0, w, b0), dy0); };
   auto loss_b = [&](const std::vector<double>& b) { return test::dot(run(x0, w0, b), dy0); };
@@ -43,21 +56,26 @@ TEST(Layers, LinearMatchesDefinitionAndGradients) {
   EXPECT_LT(fd_relative_error(w0, to_vector(dw), loss_w), 1e-6);
   EXPECT_LT(fd_relative_error(b0, to_vector(db), loss_b), 1e-6);
   // Parameter gradients accumulate.
-  linear_backward<double>(dx, dw, db, dy, to_device(x0, M, IN), to_device(w0, OUT, IN));
+  linear_backward<double, Space>(dx, dw, db, dy, to_device(x0, M, IN), to_device(w0, OUT, IN));
   const auto db2 = to_vector(db);
   double colsum = 0;
   for (long i = 0; i < M; ++i) colsum += dy0[i * OUT + 1];
   EXPECT_NEAR(db2[1], 2 * colsum, 1e-12);
 }
 
-TEST(Layers, LayerNormGradients) {
+TYPED_TEST(LayersOnSpace, LayerNormGradients) {
+  using Space = TypeParam;
+  using V2 = typename TestFixture::V2;
+  using V1 = typename TestFixture::V1;
+  auto to_device = [](const std::vector<double>& v, long r, long c) { return test::on_space<Space>(v, r, c); };
+  auto to_vector = [](const auto& v) { return test::host_values(v); };
   const long d = 6;
   const auto x0 = randn(M * d, 5, 2.0), w0 = randn(d, 6), b0 = randn(d, 7), dy0 = randn(M * d, 8);
   auto run = [&](const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b) {
-    View2<double> y("y", M, d);
-    View1<double> mean("m", M), rstd("r", M);
+    V2 y("y", M, d);
+    V1 mean("m", M), rstd("r", M);
     auto wd = to_device(w, 1, d), bd = to_device(b, 1, d);
-    layernorm_forward<double>(y, mean, rstd, to_device(x, M, d), Kokkos::subview(wd, 0, Kokkos::ALL),
+    layernorm_forward<double, Space>(y, mean, rstd, to_device(x, M, d), Kokkos::subview(wd, 0, Kokkos::ALL),
                               Kokkos::subview(bd, 0, Kokkos::ALL));
     return to_vector(y);
   };
@@ -69,37 +87,45 @@ TEST(Layers, LayerNormGradients) {
   EXPECT_NEAR(mu, 0.0, 1e-12);
   EXPECT_NEAR(var, 1.0, 1e-4);
 
-  View2<double> y("y", M, d), dx("dx", M, d);
-  View1<double> mean("m", M), rstd("r", M), dw("dw", d), db("db", d);
+  V2 y("y", M, d), dx("dx", M, d);
+  V1 mean("m", M), rstd("r", M), dw("dw", d), db("db", d);
   auto xd = to_device(x0, M, d), wd = to_device(w0, 1, d), bd = to_device(b0, 1, d);
   auto w1 = Kokkos::subview(wd, 0, Kokkos::ALL);
-  layernorm_forward<double>(y, mean, rstd, xd, w1, Kokkos::subview(bd, 0, Kokkos::ALL));
-  layernorm_backward<double>(dx, dw, db, to_device(dy0, M, d), xd, w1, mean, rstd);
+  layernorm_forward<double, Space>(y, mean, rstd, xd, w1, Kokkos::subview(bd, 0, Kokkos::ALL));
+  layernorm_backward<double, Space>(dx, dw, db, to_device(dy0, M, d), xd, w1, mean, rstd);
   EXPECT_LT(fd_relative_error(x0, to_vector(dx), [&](auto& x) { return test::dot(run(x, w0, b0), dy0); }), 1e-6);
   EXPECT_LT(fd_relative_error(w0, to_vector(dw), [&](auto& w) { return test::dot(run(x0, w, b0), dy0); }), 1e-6);
   EXPECT_LT(fd_relative_error(b0, to_vector(db), [&](auto& b) { return test::dot(run(x0, w0, b), dy0); }), 1e-6);
 }
 
-TEST(Layers, GeluIsErfFormAndGradient) {
+TYPED_TEST(LayersOnSpace, GeluIsErfFormAndGradient) {
+  using Space = TypeParam;
+  using V2 = typename TestFixture::V2;
+  auto to_device = [](const std::vector<double>& v, long r, long c) { return test::on_space<Space>(v, r, c); };
+  auto to_vector = [](const auto& v) { return test::host_values(v); };
   const auto x0 = randn(M * IN, 9, 2.0), dy0 = randn(M * IN, 10);
   auto run = [&](const std::vector<double>& x) {
-    View2<double> y("y", M, IN);
-    gelu_forward<double>(y, to_device(x, M, IN));
+    V2 y("y", M, IN);
+    gelu_forward<double, Space>(y, to_device(x, M, IN));
     return to_vector(y);
   };
   const auto y = run(x0);
   for (long i = 0; i < M * IN; ++i)
     EXPECT_NEAR(y[i], 0.5 * x0[i] * (1 + std::erf(x0[i] / std::sqrt(2.0))), 1e-14);
-  View2<double> dx("dx", M, IN);
-  gelu_backward<double>(dx, to_device(dy0, M, IN), to_device(x0, M, IN));
+  V2 dx("dx", M, IN);
+  gelu_backward<double, Space>(dx, to_device(dy0, M, IN), to_device(x0, M, IN));
   EXPECT_LT(fd_relative_error(x0, to_vector(dx), [&](auto& x) { return test::dot(run(x), dy0); }), 1e-6);
 }
 
-TEST(Layers, SoftmaxRowsSumToOneAndGradient) {
+TYPED_TEST(LayersOnSpace, SoftmaxRowsSumToOneAndGradient) {
+  using Space = TypeParam;
+  using V2 = typename TestFixture::V2;
+  auto to_device = [](const std::vector<double>& v, long r, long c) { return test::on_space<Space>(v, r, c); };
+  auto to_vector = [](const auto& v) { return test::host_values(v); };
   const auto x0 = randn(M * IN, 11, 3.0), dy0 = randn(M * IN, 12);
   auto run = [&](const std::vector<double>& x) {
-    View2<double> y("y", M, IN);
-    softmax_forward<double>(y, to_device(x, M, IN));
+    V2 y("y", M, IN);
+    softmax_forward<double, Space>(y, to_device(x, M, IN));
     return to_vector(y);
   };
   const auto y = run(x0);
@@ -108,8 +134,8 @@ TEST(Layers, SoftmaxRowsSumToOneAndGradient) {
     for (long j = 0; j < IN; ++j) s += y[i * IN + j];
     EXPECT_NEAR(s, 1.0, 1e-14);
   }
-  View2<double> dx("dx", M, IN);
-  softmax_backward<double>(dx, to_device(dy0, M, IN), to_device(y, M, IN));
+  V2 dx("dx", M, IN);
+  softmax_backward<double, Space>(dx, to_device(dy0, M, IN), to_device(y, M, IN));
   EXPECT_LT(fd_relative_error(x0, to_vector(dx), [&](auto& x) { return test::dot(run(x), dy0); }), 1e-6);
 }
 

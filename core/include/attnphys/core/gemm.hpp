@@ -7,6 +7,7 @@
 // Matrices are row-major (LayoutRight) views in the default memory space; managed views convert implicitly.
 // batched_gemm applies the same product to every slice of rank-3 views [batch, rows, cols]; an A or B with batch
 // extent 1 is shared by every slice (one weight matrix against many heads).
+#include "attnphys/core/spaces.hpp"
 #include "attnphys/core/views.hpp"
 
 namespace attnphys {
@@ -20,10 +21,24 @@ using ConstMat3 = Kokkos::View<const T***, Kokkos::LayoutRight, MemSpace, Kokkos
 template <class T>
 using Mat3 = Kokkos::View<T***, Kokkos::LayoutRight, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
+// The same matrices in the memory of any enabled execution space (core/spaces.hpp); MatOn<T, ExecSpace> is Mat<T>.
+template <class T, class Space>
+using MatOn =
+    Kokkos::View<T**, Kokkos::LayoutRight, typename Space::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class T, class Space>
+using ConstMatOn = Kokkos::View<const T**, Kokkos::LayoutRight, typename Space::memory_space,
+                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
 void gemm(char trans_a, char trans_b, float alpha, const ConstMat<float>& A, const ConstMat<float>& B, float beta,
           const Mat<float>& C);
 void gemm(char trans_a, char trans_b, double alpha, const ConstMat<double>& A, const ConstMat<double>& B,
           double beta, const Mat<double>& C);
+
+// gemm on the execution space Space, with its views in Space's memory (instantiated for every enabled space, T float
+// or double); gemm_on<ExecSpace> is gemm. The bf16 setting applies where Space's memory is the host's.
+template <class Space, class T>
+void gemm_on(char trans_a, char trans_b, T alpha, const ConstMatOn<T, Space>& A, const ConstMatOn<T, Space>& B,
+             T beta, const MatOn<T, Space>& C);
 
 void batched_gemm(char trans_a, char trans_b, float alpha, const ConstMat3<float>& A, const ConstMat3<float>& B,
                   float beta, const Mat3<float>& C);

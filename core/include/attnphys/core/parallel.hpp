@@ -21,6 +21,7 @@
 #include <Kokkos_Core.hpp>
 #include <type_traits>
 
+#include "attnphys/core/spaces.hpp"
 #include "attnphys/core/views.hpp"
 
 namespace attnphys {
@@ -39,10 +40,11 @@ void host_pool_run(long n, long grain, void (*body)(const void*, long, long), co
 
 // parallel_for(label, n, f): f(i) for i in [0, n). `grain` is the smallest number of indices worth handing to
 // another thread (a hint for cheap bodies; the default 1 suits bodies that do micro-seconds of work or more).
-template <class F>
+// parallel_for<Space>(...) runs on another enabled execution space (core/spaces.hpp); the host pool serves Serial.
+template <class Space = ExecSpace, class F>
 void parallel_for(const char* label, long n, const F& f, long grain = 1) {
 #if defined(KOKKOS_ENABLE_SERIAL)
-  if constexpr (std::is_same<ExecSpace, Kokkos::Serial>::value) {
+  if constexpr (std::is_same<Space, Kokkos::Serial>::value) {
     if (n > grain && host_threads() > 1) {
       Kokkos::Profiling::pushRegion(label);
       detail::host_pool_run(
@@ -57,7 +59,7 @@ void parallel_for(const char* label, long n, const F& f, long grain = 1) {
     }
   }
 #endif
-  Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(0, n), f);
+  Kokkos::parallel_for(label, Kokkos::RangePolicy<Space>(0, n), f);
 }
 
 }  // namespace attnphys

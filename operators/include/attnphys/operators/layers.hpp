@@ -17,49 +17,60 @@ template <class T>
 using Vec = Kokkos::View<T*, Kokkos::LayoutRight, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 template <class T>
 using ConstVec = Kokkos::View<const T*, Kokkos::LayoutRight, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+// Vectors in the memory of any enabled execution space (core/spaces.hpp). Every layer below takes its Space as a
+// second template argument, ExecSpace by default, and is instantiated for each enabled space (T float or double).
+template <class T, class Space>
+using VecOn =
+    Kokkos::View<T*, Kokkos::LayoutRight, typename Space::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class T, class Space>
+using ConstVecOn =
+    Kokkos::View<const T*, Kokkos::LayoutRight, typename Space::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
 // y[M, out] = x[M, in] · wᵀ + b, with w [out, in] as in PyTorch; b may be an empty view (no bias).
-template <class T>
-void linear_forward(const Mat<T>& y, const ConstMat<T>& x, const ConstMat<T>& w, const ConstVec<T>& b);
+template <class T, class Space = ExecSpace>
+void linear_forward(const MatOn<T, Space>& y, const ConstMatOn<T, Space>& x, const ConstMatOn<T, Space>& w,
+                    const ConstVecOn<T, Space>& b);
 // dx = dy · w (or dx += when accumulate_dx; skipped when dx is empty), dw += dyᵀ · x, db += column sums of dy
 // (skipped when db is empty).
-template <class T>
-void linear_backward(const Mat<T>& dx, const Mat<T>& dw, const Vec<T>& db, const ConstMat<T>& dy,
-                     const ConstMat<T>& x, const ConstMat<T>& w, bool accumulate_dx = false);
+template <class T, class Space = ExecSpace>
+void linear_backward(const MatOn<T, Space>& dx, const MatOn<T, Space>& dw, const VecOn<T, Space>& db,
+                     const ConstMatOn<T, Space>& dy, const ConstMatOn<T, Space>& x, const ConstMatOn<T, Space>& w,
+                     bool accumulate_dx = false);
 
 // Row-wise layer normalisation y = (x - mean) * rstd * w + b (biased variance, as torch.nn.LayerNorm).
 // mean and rstd [M] are saved for the backward.
-template <class T>
-void layernorm_forward(const Mat<T>& y, const Vec<T>& mean, const Vec<T>& rstd, const ConstMat<T>& x,
-                       const ConstVec<T>& w, const ConstVec<T>& b, T eps = T(1e-5));
+template <class T, class Space = ExecSpace>
+void layernorm_forward(const MatOn<T, Space>& y, const VecOn<T, Space>& mean, const VecOn<T, Space>& rstd,
+                       const ConstMatOn<T, Space>& x, const ConstVecOn<T, Space>& w, const ConstVecOn<T, Space>& b,
+                       T eps = T(1e-5));
 // Residual stream: dx += (the input of a pre-LN sub-layer is the residual stream). dw, db +=.
-template <class T>
-void layernorm_backward(const Mat<T>& dx, const Vec<T>& dw, const Vec<T>& db, const ConstMat<T>& dy,
-                        const ConstMat<T>& x, const ConstVec<T>& w, const ConstVec<T>& mean,
-                        const ConstVec<T>& rstd);
+template <class T, class Space = ExecSpace>
+void layernorm_backward(const MatOn<T, Space>& dx, const VecOn<T, Space>& dw, const VecOn<T, Space>& db,
+                        const ConstMatOn<T, Space>& dy, const ConstMatOn<T, Space>& x, const ConstVecOn<T, Space>& w,
+                        const ConstVecOn<T, Space>& mean, const ConstVecOn<T, Space>& rstd);
 
 // Exact GELU x·Φ(x) (torch.nn.GELU() default, erf form), elementwise over all entries of x.
-template <class T>
-void gelu_forward(const Mat<T>& y, const ConstMat<T>& x);
-template <class T>
-void gelu_backward(const Mat<T>& dx, const ConstMat<T>& dy, const ConstMat<T>& x);
+template <class T, class Space = ExecSpace>
+void gelu_forward(const MatOn<T, Space>& y, const ConstMatOn<T, Space>& x);
+template <class T, class Space = ExecSpace>
+void gelu_backward(const MatOn<T, Space>& dx, const ConstMatOn<T, Space>& dy, const ConstMatOn<T, Space>& x);
 // Fused bias + GELU (the feed-forward's first layer after a bias-free gemm): f += b (row broadcast, f keeps the
 // pre-activation for gelu_backward), g = gelu(f); one pass over f instead of three.
-template <class T>
-void bias_gelu_forward(const Mat<T>& f, const Mat<T>& g, const ConstVec<T>& b);
+template <class T, class Space = ExecSpace>
+void bias_gelu_forward(const MatOn<T, Space>& f, const MatOn<T, Space>& g, const ConstVecOn<T, Space>& b);
 
 // Row-wise softmax; the backward uses the saved output y.
-template <class T>
-void softmax_forward(const Mat<T>& y, const ConstMat<T>& x);
-template <class T>
-void softmax_backward(const Mat<T>& dx, const ConstMat<T>& dy, const ConstMat<T>& y);
+template <class T, class Space = ExecSpace>
+void softmax_forward(const MatOn<T, Space>& y, const ConstMatOn<T, Space>& x);
+template <class T, class Space = ExecSpace>
+void softmax_backward(const MatOn<T, Space>& dx, const ConstMatOn<T, Space>& dy, const ConstMatOn<T, Space>& y);
 
 // y = a + b (y may alias a). Its backward is the identity on both inputs.
-template <class T>
-void residual_forward(const Mat<T>& y, const ConstMat<T>& a, const ConstMat<T>& b);
+template <class T, class Space = ExecSpace>
+void residual_forward(const MatOn<T, Space>& y, const ConstMatOn<T, Space>& a, const ConstMatOn<T, Space>& b);
 // y += x.
-template <class T>
-void add_inplace(const Mat<T>& y, const ConstMat<T>& x);
+template <class T, class Space = ExecSpace>
+void add_inplace(const MatOn<T, Space>& y, const ConstMatOn<T, Space>& x);
 
 // exp for the softmax kernels: float uses a branch-free polynomial the compiler can vectorise (relative error
 // <= 3e-7 for x <= 88; exactly 0 below about -87.3; meant for softmax arguments x - max in [-1e6, 0]); double uses
