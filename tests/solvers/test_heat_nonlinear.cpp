@@ -277,13 +277,6 @@ double nl_error(const NlMms& m, long n, double t_end, double dt, int picard_max 
   return rms_diff(sol.u, m.exact(pr, t_end));
 }
 
-double nl_self_diff(const NlMms& m, long n, double t_end, double dt, int picard_max) {
-  auto pr = m.problem(n);
-  auto a = fd::solve_nonlinear(pr, m.law, m.exact(pr, 0.0), t_end, solve_opts(dt, picard_max));
-  auto b = fd::solve_nonlinear(pr, m.law, m.exact(pr, 0.0), t_end, solve_opts(dt / 2, picard_max));
-  return rms_diff(a.u, b.u);
-}
-
 }  // namespace
 
 // Second order in space with dt ∝ h, every boundary type, 1D/2D/3D.

@@ -76,12 +76,6 @@ std::vector<double> host_values(const View3<double>& v) {
   return std::vector<double>(h.data(), h.data() + h.size());
 }
 
-double rel_l2(const std::vector<double>& a, const std::vector<double>& b) {
-  double e = 0, n = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) e += (a[i] - b[i]) * (a[i] - b[i]), n += b[i] * b[i];
-  return std::sqrt(e / n);
-}
-
 // κ, source and the data of every non-periodic face of two problems: equal (exact) or equal as float32 with a
 // relative difference of at most 2^-24 (rounded).
 void expect_same_problem(const heat::HeatProblem& got, const heat::HeatProblem& want, bool exact) {
