@@ -151,9 +151,9 @@ void gemm_impl(char ta, char tb, T alpha, const ConstMatOn<T, Space>& A, const C
 #endif
 }
 
-template <class T>
-void batched_impl(char ta, char tb, T alpha, const ConstMat3<T>& A, const ConstMat3<T>& B, T beta,
-                  const Mat3<T>& C) {
+template <class Space, class T>
+void batched_impl(char ta, char tb, T alpha, const ConstMat3On<T, Space>& A, const ConstMat3On<T, Space>& B, T beta,
+                  const Mat3On<T, Space>& C) {
   const long nb = C.extent(0);
   require(long(A.extent(0)) == nb || A.extent(0) == 1, "batched_gemm: A has batch ", A.extent(0), ", C has ", nb,
           " (A's batch must equal C's or be 1)");
@@ -162,10 +162,10 @@ void batched_impl(char ta, char tb, T alpha, const ConstMat3<T>& A, const ConstM
   ScopedRegion region("attnphys::batched_gemm");
   for (long b = 0; b < nb; ++b) {
     const long ba = A.extent(0) == 1 ? 0 : b, bb = B.extent(0) == 1 ? 0 : b;
-    ConstMat<T> a(A.data() + ba * A.extent(1) * A.extent(2), A.extent(1), A.extent(2));
-    ConstMat<T> bm(B.data() + bb * B.extent(1) * B.extent(2), B.extent(1), B.extent(2));
-    Mat<T> c(C.data() + b * C.extent(1) * C.extent(2), C.extent(1), C.extent(2));
-    gemm_impl<ExecSpace>(ta, tb, alpha, a, bm, beta, c);
+    ConstMatOn<T, Space> a(A.data() + ba * A.extent(1) * A.extent(2), A.extent(1), A.extent(2));
+    ConstMatOn<T, Space> bm(B.data() + bb * B.extent(1) * B.extent(2), B.extent(1), B.extent(2));
+    MatOn<T, Space> c(C.data() + b * C.extent(1) * C.extent(2), C.extent(1), C.extent(2));
+    gemm_impl<Space>(ta, tb, alpha, a, bm, beta, c);
   }
 }
 
@@ -196,11 +196,11 @@ void gemm(char ta, char tb, double alpha, const ConstMat<double>& A, const Const
 }
 void batched_gemm(char ta, char tb, float alpha, const ConstMat3<float>& A, const ConstMat3<float>& B, float beta,
                   const Mat3<float>& C) {
-  detail_gemm::batched_impl(ta, tb, alpha, A, B, beta, C);
+  detail_gemm::batched_impl<ExecSpace>(ta, tb, alpha, A, B, beta, C);
 }
 void batched_gemm(char ta, char tb, double alpha, const ConstMat3<double>& A, const ConstMat3<double>& B,
                   double beta, const Mat3<double>& C) {
-  detail_gemm::batched_impl(ta, tb, alpha, A, B, beta, C);
+  detail_gemm::batched_impl<ExecSpace>(ta, tb, alpha, A, B, beta, C);
 }
 
 template <class Space, class T>
@@ -208,11 +208,17 @@ void gemm_on(char ta, char tb, T alpha, const ConstMatOn<T, Space>& A, const Con
              const MatOn<T, Space>& C) {
   detail_gemm::gemm_impl<Space>(ta, tb, alpha, A, B, beta, C);
 }
-#define ATTNPHYS_GEMM_ON(S)                                                                                      \
-  template void gemm_on<S, float>(char, char, float, const ConstMatOn<float, S>&, const ConstMatOn<float, S>&, \
-                                  float, const MatOn<float, S>&);                                              \
-  template void gemm_on<S, double>(char, char, double, const ConstMatOn<double, S>&,                           \
-                                   const ConstMatOn<double, S>&, double, const MatOn<double, S>&);
+template <class Space, class T>
+void batched_gemm_on(char ta, char tb, T alpha, const ConstMat3On<T, Space>& A, const ConstMat3On<T, Space>& B,
+                     T beta, const Mat3On<T, Space>& C) {
+  detail_gemm::batched_impl<Space>(ta, tb, alpha, A, B, beta, C);
+}
+#define ATTNPHYS_GEMM_ON_T(S, T)                                                                                 \
+  template void gemm_on<S, T>(char, char, T, const ConstMatOn<T, S>&, const ConstMatOn<T, S>&, T,               \
+                              const MatOn<T, S>&);                                                              \
+  template void batched_gemm_on<S, T>(char, char, T, const ConstMat3On<T, S>&, const ConstMat3On<T, S>&, T,     \
+                                      const Mat3On<T, S>&);
+#define ATTNPHYS_GEMM_ON(S) ATTNPHYS_GEMM_ON_T(S, float) ATTNPHYS_GEMM_ON_T(S, double)
 ATTNPHYS_FOR_EACH_SPACE(ATTNPHYS_GEMM_ON)
 
 }  // namespace attnphys

@@ -11,19 +11,19 @@
 
 namespace attnphys::ops {
 
-template <class T>
-T* AttentionScratch<T>::ensure(View1<T>& v, long n, const char* label) {
+template <class T, class Space>
+T* AttentionScratch<T, Space>::ensure(Buffer& v, long n, const char* label) {
   if (long(v.extent(0)) < n) {
     if (double(n) * sizeof(T) > 256e6)
       require_memory(double(n) * sizeof(T), msg("attention scratch buffer ", label, " (", n, " values)"),
                      "use a smaller batch or fewer tokens");
-    v = View1<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
+    v = Buffer(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
   }
   return v.data();
 }
 
-template <class T>
-std::uint16_t* AttentionScratch<T>::ensure_bf16(long n) {
+template <class T, class Space>
+std::uint16_t* AttentionScratch<T, Space>::ensure_bf16(long n) {
   if (long(bf16_buf.extent(0)) < n) {
     if (double(n) * 2 > 256e6)
       require_memory(double(n) * 2, msg("bf16 attention scratch (", n, " values)"),
@@ -79,7 +79,8 @@ Blocking tiled_blocking(long nbh, long n, long budget, long min_rows) {
 
 // False when no (query, key) pair of the block can interact under the position masks (causal, window): all its
 // probabilities are zero and the block is skipped. The key mask depends on the sample and is left to the kernels.
-bool block_reachable(const AttentionMask& m, long i0, long rows, long j0, long cols, long n) {
+template <class Space>
+bool block_reachable(const AttentionMaskOn<Space>& m, long i0, long rows, long j0, long cols, long n) {
   if (m.causal && j0 > i0 + rows - 1) return false;
   if (m.window >= 0) {
     // i - j runs over the integers [lo, hi]; the (ring) distance has no interior minimum on either side of 0, so
@@ -140,33 +141,34 @@ KOKKOS_INLINE_FUNCTION T exp_sum(T* p, long n, T mx, T lowest, Masked) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-template <class T>
-bool plain_scores(const ScoreSpec<T>& spec) {
+template <class T, class Space>
+bool plain_scores(const ScoreSpec<T, Space>& spec) {
   const auto& m = spec.mask;
   return !m.causal && m.window < 0 && m.key_mask.extent(0) == 0 && spec.rel_bias.extent(0) == 0;
 }
 
 // s = scale * q kᵀ on a tile.
-template <class T>
-void tile_scores(T* s, const Tile& t, const ConstMat3<T>& q, const ConstMat3<T>& k, T scale) {
+template <class T, class Space>
+void tile_scores(T* s, const Tile& t, const ConstMat3On<T, Space>& q, const ConstMat3On<T, Space>& k, T scale) {
   const long n = t.n, dh = q.extent(2);
   for (long a = 0; a < t.nbh; ++a) {
     const long bh = t.bh0 + a;
-    gemm('N', 'T', scale, ConstMat<T>(q.data() + (bh * n + t.i0) * dh, t.rows, dh),
-         ConstMat<T>(k.data() + (bh * n + t.j0) * dh, t.cols, dh), T(0), Mat<T>(s + a * t.stride, t.rows, t.cols));
+    gemm_on<Space, T>('N', 'T', scale, ConstMatOn<T, Space>(q.data() + (bh * n + t.i0) * dh, t.rows, dh),
+                      ConstMatOn<T, Space>(k.data() + (bh * n + t.j0) * dh, t.cols, dh), T(0),
+                      MatOn<T, Space>(s + a * t.stride, t.rows, t.cols));
   }
 }
 
 // Dense mode, in place on a tile holding every key: scores -> probabilities (bias, mask, softmax); writes lse of
 // the tile's rows.
-template <class T>
-void tile_softmax(T* s, const Tile& t, const Mat<T>& lse, const ScoreSpec<T>& spec) {
+template <class T, class Space>
+void tile_softmax(T* s, const Tile& t, const MatOn<T, Space>& lse, const ScoreSpec<T, Space>& spec) {
   const long n = t.n, rows = t.rows, stride = t.stride, bh0 = t.bh0, i0 = t.i0;
   const long heads = spec.heads, max_len = spec.max_len;
-  const AttentionMask mask = spec.mask;
-  const ConstMat<T> bias = spec.rel_bias;
+  const AttentionMaskOn<Space> mask = spec.mask;
+  const ConstMatOn<T, Space> bias = spec.rel_bias;
   const bool has_bias = bias.extent(0) != 0, plain = plain_scores(spec);
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::attention_softmax", t.nbh * rows, KOKKOS_LAMBDA(long r) {
         const long bh = bh0 + r / rows, i = i0 + r % rows, b = bh / heads, h = bh % heads;
         T* row = s + (r / rows) * stride + (r % rows) * n;
@@ -197,14 +199,15 @@ void tile_softmax(T* s, const Tile& t, const Mat<T>& lse, const ScoreSpec<T>& sp
 // online_softmax_finish) and sums l [B*H*N] are updated, and the output rows o [B*H*N, dh] accumulated so far are
 // rescaled by exp(m_old - m_new), so that the block's p v can be added to them. Rows whose running maximum is
 // still the lowest value have seen no key yet: their l is unset and their o row is zero.
-template <class T>
-void tile_online_softmax(T* s, const Tile& t, T* o, const Mat<T>& m, T* l, long dh, const ScoreSpec<T>& spec) {
+template <class T, class Space>
+void tile_online_softmax(T* s, const Tile& t, T* o, const MatOn<T, Space>& m, T* l, long dh,
+                         const ScoreSpec<T, Space>& spec) {
   const long n = t.n, rows = t.rows, cols = t.cols, stride = t.stride, bh0 = t.bh0, i0 = t.i0, j0 = t.j0;
   const long heads = spec.heads, max_len = spec.max_len;
-  const AttentionMask mask = spec.mask;
-  const ConstMat<T> bias = spec.rel_bias;
+  const AttentionMaskOn<Space> mask = spec.mask;
+  const ConstMatOn<T, Space> bias = spec.rel_bias;
   const bool has_bias = bias.extent(0) != 0, plain = plain_scores(spec);
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::attention_online_softmax", t.nbh * rows,
       KOKKOS_LAMBDA(long r) {
         const long bh = bh0 + r / rows, i = i0 + r % rows, b = bh / heads, h = bh % heads;
@@ -242,9 +245,9 @@ void tile_online_softmax(T* s, const Tile& t, T* o, const Mat<T>& m, T* l, long 
 
 // Tiled forward, after the last key block: o /= l and lse = m + log l; rows that saw no key keep o = 0 and the
 // lowest lse (the mark of a fully masked row).
-template <class T>
-void online_softmax_finish(T* o, const Mat<T>& lse, const T* l, long nbh, long n, long dh) {
-  attnphys::parallel_for(
+template <class T, class Space>
+void online_softmax_finish(T* o, const MatOn<T, Space>& lse, const T* l, long nbh, long n, long dh) {
+  attnphys::parallel_for<Space>(
       "attnphys::attention_online_finish", nbh * n, KOKKOS_LAMBDA(long idx) {
         const long bh = idx / n, i = idx % n;
         const T m = lse(bh, i);
@@ -257,14 +260,14 @@ void online_softmax_finish(T* o, const Mat<T>& lse, const T* l, long nbh, long n
 }
 
 // Tiled backward, in place: scores -> probabilities exp(s + bias - lse) with the saved lse (recomputation).
-template <class T>
-void tile_recompute(T* s, const Tile& t, const ConstMat<T>& lse, const ScoreSpec<T>& spec) {
+template <class T, class Space>
+void tile_recompute(T* s, const Tile& t, const ConstMatOn<T, Space>& lse, const ScoreSpec<T, Space>& spec) {
   const long n = t.n, rows = t.rows, cols = t.cols, stride = t.stride, bh0 = t.bh0, i0 = t.i0, j0 = t.j0;
   const long heads = spec.heads, max_len = spec.max_len;
-  const AttentionMask mask = spec.mask;
-  const ConstMat<T> bias = spec.rel_bias;
+  const AttentionMaskOn<Space> mask = spec.mask;
+  const ConstMatOn<T, Space> bias = spec.rel_bias;
   const bool has_bias = bias.extent(0) != 0, plain = plain_scores(spec);
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::attention_recompute", t.nbh * rows, KOKKOS_LAMBDA(long r) {
         const long bh = bh0 + r / rows, i = i0 + r % rows, b = bh / heads, h = bh % heads;
         T* row = s + (r / rows) * stride + (r % rows) * cols;
@@ -285,15 +288,15 @@ void tile_recompute(T* s, const Tile& t, const ConstMat<T>& lse, const ScoreSpec
 
 // In place: dP -> dS = P ⊙ (dP - rowdot) (the softmax backward); accumulates the relative-bias gradient.
 // dp is a scratch tile (row r at r * cols); p may live in the saved probabilities (stride t.stride).
-template <class T>
-void tile_softmax_backward(T* ds, const T* p, const Tile& t, const T* rowdot, const Mat<T>& d_bias,
-                           const ScoreSpec<T>& spec) {
+template <class T, class Space>
+void tile_softmax_backward(T* ds, const T* p, const Tile& t, const T* rowdot, const MatOn<T, Space>& d_bias,
+                           const ScoreSpec<T, Space>& spec) {
   const long n = t.n, rows = t.rows, cols = t.cols, stride = t.stride, bh0 = t.bh0, i0 = t.i0, j0 = t.j0;
   const long heads = spec.heads, max_len = spec.max_len;
   const bool periodic = spec.mask.periodic;
   const bool has_bias = d_bias.extent(0) != 0;
   Kokkos::parallel_for(
-      "attnphys::attention_softmax_backward", Kokkos::RangePolicy<ExecSpace>(0, t.nbh * rows),
+      "attnphys::attention_softmax_backward", Kokkos::RangePolicy<Space>(0, t.nbh * rows),
       KOKKOS_LAMBDA(long r) {
         const long bh = bh0 + r / rows, i = i0 + r % rows, h = bh % heads;
         const T dot = rowdot[bh * n + i];  // keys and queries share the length n
@@ -391,9 +394,9 @@ KOKKOS_FORCEINLINE_FUNCTION V vexp(const V& x, double) {
 }
 
 // kt[bh, c, j] = src[bh, j, c] for j < n, 0 for n <= j < np.
-template <class T>
+template <class T, class Space>
 void transpose_padded(T* kt, const T* src, long nbh, long n, long np, long dh) {
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::attention_fused_transpose", nbh * dh, KOKKOS_LAMBDA(long bc) {
         const long bh = bc / dh, c = bc % dh;
         const T* s = src + bh * n * dh + c;
@@ -441,13 +444,13 @@ KOKKOS_FORCEINLINE_FUNCTION void score_block(T* s, const T (&a)[R][DH], const T*
   }
 }
 
-template <class T, int R, int DH>
+template <class T, class Space, int R, int DH>
 void forward(T* o, T* lse, const T* q, const T* kt, const T* v, long nbh, long n, long np) {
   using V = typename Simd<T>::type;
   constexpr int L = lanes<T>(), NV = DH / L;
   const long qblocks = (n + R - 1) / R;
   const T scale = T(1) / std::sqrt(T(DH));
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::attention_fused_forward", nbh * qblocks, KOKKOS_LAMBDA(long it) {
         const long bh = it / qblocks, i0 = (it % qblocks) * R;
         T qs[R][DH];  // scaled query rows (the last row repeated past n)
@@ -532,13 +535,13 @@ void forward(T* o, T* lse, const T* q, const T* kt, const T* v, long nbh, long n
 // One work item per head slice: over query blocks of R rows, over key blocks, recompute p = exp(s - lse), then
 // dp = dO vᵀ, ds = p (dp - D), dv += pᵀ dO, dk += scale dsᵀ q, dq += scale ds k. dq, dk, dv are written (zeroed
 // here); D = rowdot.
-template <class T, int R, int DH>
+template <class T, class Space, int R, int DH>
 void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* kt, const T* vt,
               const T* lse, const T* rowdot, long nbh, long n, long np) {
   using V = typename Simd<T>::type;
   constexpr int L = lanes<T>(), NV = DH / L;
   const T scale = T(1) / std::sqrt(T(DH));
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::attention_fused_backward", nbh, KOKKOS_LAMBDA(long bh) {
         const T* ktb = kt + bh * DH * np;
         const T* vtb = vt + bh * DH * np;
@@ -602,8 +605,8 @@ void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const 
       });
 }
 
-template <class T>
-bool applies(long dh, const ScoreSpec<T>& spec) {
+template <class T, class Space>
+bool applies(long dh, const ScoreSpec<T, Space>& spec) {
   constexpr int L = lanes<T>();
   return plain_scores(spec) && (dh == L || dh == 2 * L || dh == 4 * L);
 }
@@ -612,54 +615,65 @@ long padded(long n) {
   return (n + lanes<T>() - 1) / lanes<T>() * lanes<T>();
 }
 
-template <class T>
-void run_forward(const Mat3<T>& o, const Mat<T>& lse, const ConstMat3<T>& q, const ConstMat3<T>& k,
-                 const ConstMat3<T>& v, AttentionScratch<T>& ws) {
+template <class T, class Space>
+void run_forward(const Mat3On<T, Space>& o, const MatOn<T, Space>& lse, const ConstMat3On<T, Space>& q,
+                 const ConstMat3On<T, Space>& k, const ConstMat3On<T, Space>& v, AttentionScratch<T, Space>& ws) {
   constexpr int L = lanes<T>();
   const long nbh = q.extent(0), n = q.extent(1), dh = q.extent(2), np = padded<T>(n);
   T* kt = ws.ensure(ws.tile, nbh * dh * np, "attnphys::attention_tile");
-  transpose_padded(kt, k.data(), nbh, n, np, dh);
-  if (dh == L) forward<T, 8, L>(o.data(), lse.data(), q.data(), kt, v.data(), nbh, n, np);
-  else if (dh == 2 * L) forward<T, 4, 2 * L>(o.data(), lse.data(), q.data(), kt, v.data(), nbh, n, np);
-  else forward<T, 4, 4 * L>(o.data(), lse.data(), q.data(), kt, v.data(), nbh, n, np);
+  transpose_padded<T, Space>(kt, k.data(), nbh, n, np, dh);
+  if (dh == L) forward<T, Space, 8, L>(o.data(), lse.data(), q.data(), kt, v.data(), nbh, n, np);
+  else if (dh == 2 * L) forward<T, Space, 4, 2 * L>(o.data(), lse.data(), q.data(), kt, v.data(), nbh, n, np);
+  else forward<T, Space, 4, 4 * L>(o.data(), lse.data(), q.data(), kt, v.data(), nbh, n, np);
 }
 
-template <class T>
-void run_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, const ConstMat3<T>& dout,
-                  const ConstMat3<T>& q, const ConstMat3<T>& k, const ConstMat3<T>& v, const ConstMat<T>& lse,
-                  const T* rowdot, AttentionScratch<T>& ws) {
+template <class T, class Space>
+void run_backward(const Mat3On<T, Space>& dq, const Mat3On<T, Space>& dk, const Mat3On<T, Space>& dv,
+                  const ConstMat3On<T, Space>& dout, const ConstMat3On<T, Space>& q, const ConstMat3On<T, Space>& k,
+                  const ConstMat3On<T, Space>& v, const ConstMatOn<T, Space>& lse, const T* rowdot,
+                  AttentionScratch<T, Space>& ws) {
   constexpr int L = lanes<T>();
   const long nbh = q.extent(0), n = q.extent(1), dh = q.extent(2), np = padded<T>(n);
   T* kt = ws.ensure(ws.tile, nbh * dh * np, "attnphys::attention_tile");
   T* vt = ws.ensure(ws.dtile, nbh * dh * np, "attnphys::attention_dtile");
-  transpose_padded(kt, k.data(), nbh, n, np, dh);
-  transpose_padded(vt, v.data(), nbh, n, np, dh);
+  transpose_padded<T, Space>(kt, k.data(), nbh, n, np, dh);
+  transpose_padded<T, Space>(vt, v.data(), nbh, n, np, dh);
   const auto args = [&](auto fn) {
     fn(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), kt, vt, lse.data(), rowdot, nbh, n, np);
   };
-  if (dh == L) args(backward<T, 8, L>);
-  else if (dh == 2 * L) args(backward<T, 4, 2 * L>);
-  else args(backward<T, 2, 4 * L>);
+  if (dh == L) args(backward<T, Space, 8, L>);
+  else if (dh == 2 * L) args(backward<T, Space, 4, 2 * L>);
+  else args(backward<T, Space, 2, 4 * L>);
 }
 }  // namespace fused
 #endif
 
+// The bf16 (AMX) kernels run on the default execution space of a host build only (their threads are the host
+// pool's).
+template <class Space>
+void require_bf16_space(const char* where) {
+  require(std::is_same<Space, ExecSpace>::value && host_accessible<Space>(),
+          msg(where, ": bf16 attention runs on the default host execution space only; set "
+                     "encoder.attention_precision = float32"));
+}
+
 // The bf16 kernels' conditions (AttentionScratch::bf16), checked on every call: options validation refuses the
 // static ones earlier; a key mask (padding) is only known here.
-template <class T>
-void require_bf16(long dh, const ScoreSpec<T>& spec, const char* where) {
+template <class T, class Space>
+void require_bf16(long dh, const ScoreSpec<T, Space>& spec, const char* where) {
   require(std::is_same<T, float>::value, msg(where, ": bf16 attention runs on float32 models only"));
-  require(dh == amx::kHeadDim, msg(where, ": bf16 attention needs head width ", amx::kHeadDim, " (d_model / n_heads), not ",
-                                   dh, "; set encoder.attention_precision = float32"));
+  require(dh == amx::kHeadDim, msg(where, ": bf16 attention needs head width ", amx::kHeadDim,
+                                   " (d_model / n_heads), not ", dh, "; set encoder.attention_precision = float32"));
   require(plain_scores(spec), msg(where, ": bf16 attention takes no causal or window mask, key mask (padding) or "
                                          "relative bias; set encoder.attention_precision = float32"));
   require(amx::available(), msg(where, ": bf16 attention cannot run here: ", amx::unavailable_reason(),
                                 "; set encoder.attention_precision = float32"));
 }
 
-template <class T>
-void sdpa_forward(const Mat3<T>& o, const Mat3<T>& p, const Mat<T>& lse, const ConstMat3<T>& q,
-                  const ConstMat3<T>& k, const ConstMat3<T>& v, const ScoreSpec<T>& spec, AttentionScratch<T>& ws) {
+template <class T, class Space>
+void sdpa_forward(const Mat3On<T, Space>& o, const Mat3On<T, Space>& p, const MatOn<T, Space>& lse,
+                  const ConstMat3On<T, Space>& q, const ConstMat3On<T, Space>& k, const ConstMat3On<T, Space>& v,
+                  const ScoreSpec<T, Space>& spec, AttentionScratch<T, Space>& ws) {
   ScopedRegion region("attnphys::sdpa_forward");
   const long nbh = q.extent(0), n = q.extent(1), dh = q.extent(2);
   require(k.extent(1) == q.extent(1) && v.extent(1) == q.extent(1), "sdpa_forward: q, k, v lengths differ");
@@ -668,17 +682,19 @@ void sdpa_forward(const Mat3<T>& o, const Mat3<T>& p, const Mat<T>& lse, const C
     require(!ws.bf16, "sdpa_forward: bf16 attention needs encoder.attention = tiled, not dense");
     for (const auto& t : dense_tiles(nbh, n, ws.tile_budget, ws.min_tile_rows)) {
       T* s = p.data() + (t.bh0 * n + t.i0) * n;
-      tile_scores(s, t, q, k, scale);
-      tile_softmax(s, t, lse, spec);
+      tile_scores<T, Space>(s, t, q, k, scale);
+      tile_softmax<T, Space>(s, t, lse, spec);
       for (long a = 0; a < t.nbh; ++a) {
         const long bh = t.bh0 + a;
-        gemm('N', 'N', T(1), ConstMat<T>(s + a * t.stride, t.rows, n), ConstMat<T>(v.data() + bh * n * dh, n, dh),
-             T(0), Mat<T>(o.data() + (bh * n + t.i0) * dh, t.rows, dh));
+        gemm_on<Space, T>('N', 'N', T(1), ConstMatOn<T, Space>(s + a * t.stride, t.rows, n),
+                          ConstMatOn<T, Space>(v.data() + bh * n * dh, n, dh), T(0),
+                          MatOn<T, Space>(o.data() + (bh * n + t.i0) * dh, t.rows, dh));
       }
     }
     return;
   }
   if (ws.bf16) {
+    require_bf16_space<Space>("sdpa_forward");
     require_bf16<T>(dh, spec, "sdpa_forward");
     amx::forward(reinterpret_cast<float*>(o.data()), reinterpret_cast<float*>(lse.data()),
                  reinterpret_cast<const float*>(q.data()), reinterpret_cast<const float*>(k.data()),
@@ -687,7 +703,7 @@ void sdpa_forward(const Mat3<T>& o, const Mat3<T>& p, const Mat<T>& lse, const C
   }
 #ifdef ATTNPHYS_FUSED_SDPA
   if (ws.fused && fused::applies<T>(dh, spec)) {
-    fused::run_forward(o, lse, q, k, v, ws);
+    fused::run_forward<T, Space>(o, lse, q, k, v, ws);
     return;
   }
 #endif
@@ -706,33 +722,35 @@ void sdpa_forward(const Mat3<T>& o, const Mat3<T>& p, const Mat<T>& lse, const C
         const long c = std::min(bl.cols, n - j0);
         if (!block_reachable(spec.mask, i0, r, j0, c, n)) continue;
         const Tile t{bh0, ns, i0, r, j0, c, n, r * c};
-        tile_scores(s, t, q, k, scale);
-        tile_online_softmax(s, t, o.data(), lse, l, dh, spec);
+        tile_scores<T, Space>(s, t, q, k, scale);
+        tile_online_softmax<T, Space>(s, t, o.data(), lse, l, dh, spec);
         for (long a = 0; a < ns; ++a) {
           const long bh = bh0 + a;
-          gemm('N', 'N', T(1), ConstMat<T>(s + a * t.stride, r, c), ConstMat<T>(v.data() + (bh * n + j0) * dh, c, dh),
-               T(1), Mat<T>(o.data() + (bh * n + i0) * dh, r, dh));
+          gemm_on<Space, T>('N', 'N', T(1), ConstMatOn<T, Space>(s + a * t.stride, r, c),
+                            ConstMatOn<T, Space>(v.data() + (bh * n + j0) * dh, c, dh), T(1),
+                            MatOn<T, Space>(o.data() + (bh * n + i0) * dh, r, dh));
         }
       }
     }
   }
-  online_softmax_finish(o.data(), lse, l, nbh, n, dh);
+  online_softmax_finish<T, Space>(o.data(), lse, l, nbh, n, dh);
 }
 
-template <class T>
-void attention_scores(const Mat3<T>& s, const ConstMat3<T>& q, const ConstMat3<T>& k) {
+template <class T, class Space>
+void attention_scores(const Mat3On<T, Space>& s, const ConstMat3On<T, Space>& q, const ConstMat3On<T, Space>& k) {
   require(s.extent(0) == q.extent(0) && s.extent(1) == q.extent(1) && s.extent(2) == k.extent(1),
           "attention_scores: s must be [B*H, N, N]");
   const long n = q.extent(1);
-  tile_scores(s.data(), Tile{0, long(q.extent(0)), 0, n, 0, n, n, n * n}, q, k, T(1) / std::sqrt(T(q.extent(2))));
+  tile_scores<T, Space>(s.data(), Tile{0, long(q.extent(0)), 0, n, 0, n, n, n * n}, q, k,
+                        T(1) / std::sqrt(T(q.extent(2))));
 }
 
-template <class T>
-void row_dot(T* out, const ConstMat3<T>& a, const ConstMat3<T>& b) {
+template <class T, class Space>
+void row_dot(T* out, const ConstMat3On<T, Space>& a, const ConstMat3On<T, Space>& b) {
   const long rows = long(a.extent(0)) * long(a.extent(1)), dh = a.extent(2);
   const T* pa = a.data();
   const T* pb = b.data();
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::attention_rowdot", rows, KOKKOS_LAMBDA(long r) {
         T s = 0;
         for (long c = 0; c < dh; ++c) s += pa[r * dh + c] * pb[r * dh + c];
@@ -740,16 +758,17 @@ void row_dot(T* out, const ConstMat3<T>& a, const ConstMat3<T>& b) {
       }, 64);
 }
 
-template <class T>
-void sdpa_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, const Mat<T>& d_rel_bias,
-                   const ConstMat3<T>& dout, const ConstMat3<T>& q, const ConstMat3<T>& k, const ConstMat3<T>& v,
-                   const ConstMat3<T>& o, const ConstMat3<T>& p, const ConstMat<T>& lse, const ScoreSpec<T>& spec,
-                   AttentionScratch<T>& ws) {
+template <class T, class Space>
+void sdpa_backward(const Mat3On<T, Space>& dq, const Mat3On<T, Space>& dk, const Mat3On<T, Space>& dv,
+                   const MatOn<T, Space>& d_rel_bias, const ConstMat3On<T, Space>& dout, const ConstMat3On<T, Space>& q,
+                   const ConstMat3On<T, Space>& k, const ConstMat3On<T, Space>& v, const ConstMat3On<T, Space>& o,
+                   const ConstMat3On<T, Space>& p, const ConstMatOn<T, Space>& lse, const ScoreSpec<T, Space>& spec,
+                   AttentionScratch<T, Space>& ws) {
   ScopedRegion region("attnphys::sdpa_backward");
   const long nbh = q.extent(0), n = q.extent(1), dh = q.extent(2);
   const T scale = T(1) / std::sqrt(T(dh));
   T* rowdot = ws.ensure(ws.rowdot, nbh * n, "attnphys::attention_rowdot");
-  row_dot(rowdot, dout, o);  // D = rowsum(dO ⊙ O)
+  row_dot<T, Space>(rowdot, dout, o);  // D = rowsum(dO ⊙ O)
   if (p.extent(0) != 0) {    // dense: the saved probabilities, tiles of query rows against every key
     require(!ws.bf16, "sdpa_backward: bf16 attention needs encoder.attention = tiled, not dense");
     const auto tiles = dense_tiles(nbh, n, ws.tile_budget, ws.min_tile_rows);
@@ -760,23 +779,26 @@ void sdpa_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, cons
       const long r = t.rows;
       for (long a = 0; a < t.nbh; ++a) {
         const long bh = t.bh0 + a;
-        ConstMat<T> dot(dout.data() + (bh * n + t.i0) * dh, r, dh);
-        gemm('N', 'T', T(1), dot, ConstMat<T>(v.data() + bh * n * dh, n, dh), T(0), Mat<T>(ds + a * r * n, r, n));
-        gemm('T', 'N', T(1), ConstMat<T>(s + a * t.stride, r, n), dot, beta, Mat<T>(dv.data() + bh * n * dh, n, dh));
+        ConstMatOn<T, Space> dot(dout.data() + (bh * n + t.i0) * dh, r, dh);
+        gemm_on<Space, T>('N', 'T', T(1), dot, ConstMatOn<T, Space>(v.data() + bh * n * dh, n, dh), T(0),
+                          MatOn<T, Space>(ds + a * r * n, r, n));
+        gemm_on<Space, T>('T', 'N', T(1), ConstMatOn<T, Space>(s + a * t.stride, r, n), dot, beta,
+                          MatOn<T, Space>(dv.data() + bh * n * dh, n, dh));
       }
-      tile_softmax_backward(ds, s, t, rowdot, d_rel_bias, spec);
+      tile_softmax_backward<T, Space>(ds, s, t, rowdot, d_rel_bias, spec);
       for (long a = 0; a < t.nbh; ++a) {
         const long bh = t.bh0 + a;
-        ConstMat<T> dst(ds + a * r * n, r, n);
-        gemm('N', 'N', scale, dst, ConstMat<T>(k.data() + bh * n * dh, n, dh), T(0),
-             Mat<T>(dq.data() + (bh * n + t.i0) * dh, r, dh));
-        gemm('T', 'N', scale, dst, ConstMat<T>(q.data() + (bh * n + t.i0) * dh, r, dh), beta,
-             Mat<T>(dk.data() + bh * n * dh, n, dh));
+        ConstMatOn<T, Space> dst(ds + a * r * n, r, n);
+        gemm_on<Space, T>('N', 'N', scale, dst, ConstMatOn<T, Space>(k.data() + bh * n * dh, n, dh), T(0),
+             MatOn<T, Space>(dq.data() + (bh * n + t.i0) * dh, r, dh));
+        gemm_on<Space, T>('T', 'N', scale, dst, ConstMatOn<T, Space>(q.data() + (bh * n + t.i0) * dh, r, dh), beta,
+             MatOn<T, Space>(dk.data() + bh * n * dh, n, dh));
       }
     }
     return;
   }
   if (ws.bf16) {
+    require_bf16_space<Space>("sdpa_backward");
     require_bf16<T>(dh, spec, "sdpa_backward");
     amx::backward(reinterpret_cast<float*>(dq.data()), reinterpret_cast<float*>(dk.data()),
                   reinterpret_cast<float*>(dv.data()), reinterpret_cast<const float*>(dout.data()),
@@ -787,7 +809,7 @@ void sdpa_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, cons
   }
 #ifdef ATTNPHYS_FUSED_SDPA
   if (ws.fused && fused::applies<T>(dh, spec)) {
-    fused::run_backward(dq, dk, dv, dout, q, k, v, lse, rowdot, ws);
+    fused::run_backward<T, Space>(dq, dk, dv, dout, q, k, v, lse, rowdot, ws);
     return;
   }
 #endif
@@ -808,77 +830,79 @@ void sdpa_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, cons
         const long r = std::min(bl.rows, n - i0);
         if (!block_reachable(spec.mask, i0, r, j0, c, n)) continue;
         const Tile t{bh0, ns, i0, r, j0, c, n, r * c};
-        tile_scores(s, t, q, k, scale);
-        tile_recompute(s, t, lse, spec);
+        tile_scores<T, Space>(s, t, q, k, scale);
+        tile_recompute<T, Space>(s, t, lse, spec);
         for (long a = 0; a < ns; ++a) {
           const long bh = bh0 + a;
-          ConstMat<T> dot(dout.data() + (bh * n + i0) * dh, r, dh);
-          gemm('T', 'N', T(1), ConstMat<T>(s + a * t.stride, r, c), dot, T(1),
-               Mat<T>(dv.data() + (bh * n + j0) * dh, c, dh));
-          gemm('N', 'T', T(1), dot, ConstMat<T>(v.data() + (bh * n + j0) * dh, c, dh), T(0),
-               Mat<T>(ds + a * t.stride, r, c));
+          ConstMatOn<T, Space> dot(dout.data() + (bh * n + i0) * dh, r, dh);
+          gemm_on<Space, T>('T', 'N', T(1), ConstMatOn<T, Space>(s + a * t.stride, r, c), dot, T(1),
+               MatOn<T, Space>(dv.data() + (bh * n + j0) * dh, c, dh));
+          gemm_on<Space, T>('N', 'T', T(1), dot, ConstMatOn<T, Space>(v.data() + (bh * n + j0) * dh, c, dh), T(0),
+               MatOn<T, Space>(ds + a * t.stride, r, c));
         }
-        tile_softmax_backward(ds, s, t, rowdot, d_rel_bias, spec);
+        tile_softmax_backward<T, Space>(ds, s, t, rowdot, d_rel_bias, spec);
         for (long a = 0; a < ns; ++a) {
           const long bh = bh0 + a;
-          ConstMat<T> dst(ds + a * t.stride, r, c);
-          gemm('N', 'N', scale, dst, ConstMat<T>(k.data() + (bh * n + j0) * dh, c, dh), T(1),
-               Mat<T>(dq.data() + (bh * n + i0) * dh, r, dh));
-          gemm('T', 'N', scale, dst, ConstMat<T>(q.data() + (bh * n + i0) * dh, r, dh), T(1),
-               Mat<T>(dk.data() + (bh * n + j0) * dh, c, dh));
+          ConstMatOn<T, Space> dst(ds + a * t.stride, r, c);
+          gemm_on<Space, T>('N', 'N', scale, dst, ConstMatOn<T, Space>(k.data() + (bh * n + j0) * dh, c, dh), T(1),
+               MatOn<T, Space>(dq.data() + (bh * n + i0) * dh, r, dh));
+          gemm_on<Space, T>('T', 'N', scale, dst, ConstMatOn<T, Space>(q.data() + (bh * n + i0) * dh, r, dh), T(1),
+               MatOn<T, Space>(dk.data() + (bh * n + j0) * dh, c, dh));
         }
       }
     }
   }
 }
 
-template <class T>
-void sdpa_row(const Vec<T>& out, const ConstMat3<T>& q, const ConstMat3<T>& k, const ConstMat<T>& lse,
-              const ScoreSpec<T>& spec, long bh, long i) {
+template <class T, class Space>
+void sdpa_row(const VecOn<T, Space>& out, const ConstMat3On<T, Space>& q, const ConstMat3On<T, Space>& k,
+              const ConstMatOn<T, Space>& lse, const ScoreSpec<T, Space>& spec, long bh, long i) {
   const long n = k.extent(1), dh = q.extent(2), heads = spec.heads, max_len = spec.max_len;
   require(long(out.extent(0)) == n, "sdpa_row: output has ", out.extent(0), " entries, need ", n);
   const T scale = T(1) / std::sqrt(T(dh));
-  const AttentionMask mask = spec.mask;
-  const ConstMat<T> bias = spec.rel_bias;
+  const AttentionMaskOn<Space> mask = spec.mask;
+  const ConstMatOn<T, Space> bias = spec.rel_bias;
   const bool has_bias = bias.extent(0) != 0;
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::attention_row", n, KOKKOS_LAMBDA(long j) {
         T s = 0;
         for (long c = 0; c < dh; ++c) s += q(bh, i, c) * k(bh, j, c);
         s *= scale;
         if (has_bias) s += bias(bh % heads, relative_index(i, j, n, max_len, mask.periodic));
         const T l = lse(bh, i);
-        out(j) = mask.allowed(bh / heads, i, j, n) && l != Kokkos::reduction_identity<T>::max() ? math::exp(s - l) : T(0);
+        out(j) =
+            mask.allowed(bh / heads, i, j, n) && l != Kokkos::reduction_identity<T>::max() ? math::exp(s - l) : T(0);
       }, 4096);
 }
 
-template <class T>
-void factored_forward(const Mat3<T>& o, const Mat3<T>& p, const ConstMat3<T>& v, const ConstMat<T>& alpha,
-                      const ScoreSpec<T>& spec) {
+template <class T, class Space>
+void factored_forward(const Mat3On<T, Space>& o, const Mat3On<T, Space>& p, const ConstMat3On<T, Space>& v,
+                      const ConstMatOn<T, Space>& alpha, const ScoreSpec<T, Space>& spec) {
   ScopedRegion region("attnphys::factored_forward");
   const long nbh = v.extent(0), n = v.extent(1), heads = spec.heads, max_len = spec.max_len;
-  const AttentionMask mask = spec.mask;
+  const AttentionMaskOn<Space> mask = spec.mask;
   Kokkos::parallel_for(
-      "attnphys::factored_forward", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<3>>({0, 0, 0}, {nbh, n, n}),
+      "attnphys::factored_forward", Kokkos::MDRangePolicy<Space, Kokkos::Rank<3>>({0, 0, 0}, {nbh, n, n}),
       KOKKOS_LAMBDA(long bh, long i, long j) {
         p(bh, i, j) = mask.allowed(bh / heads, i, j, n)
                           ? alpha(bh % heads, relative_index(i, j, n, max_len, mask.periodic))
                           : T(0);
       });
-  batched_gemm('N', 'N', T(1), p, v, T(0), o);
+  batched_gemm_on<Space, T>('N', 'N', T(1), p, v, T(0), o);
 }
 
-template <class T>
-void factored_backward(const Mat3<T>& dv, const Mat<T>& d_alpha, const ConstMat3<T>& dout, const ConstMat3<T>& v,
-                       const ConstMat3<T>& p, const ScoreSpec<T>& spec, AttentionScratch<T>& ws) {
+template <class T, class Space>
+void factored_backward(const Mat3On<T, Space>& dv, const MatOn<T, Space>& d_alpha, const ConstMat3On<T, Space>& dout,
+                       const ConstMat3On<T, Space>& v, const ConstMat3On<T, Space>& p, const ScoreSpec<T, Space>& spec,
+                       AttentionScratch<T, Space>& ws) {
   ScopedRegion region("attnphys::factored_backward");
   const long nbh = v.extent(0), n = v.extent(1), heads = spec.heads, max_len = spec.max_len;
-  const AttentionMask mask = spec.mask;
-  Mat3<T> dp(ws.ensure(ws.dtile, nbh * n * n, "attnphys::attention_dtile"), nbh, n, n);
-  batched_gemm('N', 'T', T(1), dout, v, T(0), dp);
-  batched_gemm('T', 'N', T(1), p, dout, T(0), dv);
+  const AttentionMaskOn<Space> mask = spec.mask;
+  Mat3On<T, Space> dp(ws.ensure(ws.dtile, nbh * n * n, "attnphys::attention_dtile"), nbh, n, n);
+  batched_gemm_on<Space, T>('N', 'T', T(1), dout, v, T(0), dp);
+  batched_gemm_on<Space, T>('T', 'N', T(1), p, dout, T(0), dv);
   Kokkos::parallel_for(
-      "attnphys::factored_backward", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<3>>({0, 0, 0}, {nbh, n, n}),
+      "attnphys::factored_backward", Kokkos::MDRangePolicy<Space, Kokkos::Rank<3>>({0, 0, 0}, {nbh, n, n}),
       KOKKOS_LAMBDA(long bh, long i, long j) {
         if (mask.allowed(bh / heads, i, j, n))
           Kokkos::atomic_add(&d_alpha(bh % heads, relative_index(i, j, n, max_len, mask.periodic)), dp(bh, i, j));
@@ -888,43 +912,47 @@ void factored_backward(const Mat3<T>& dv, const Mat<T>& d_alpha, const ConstMat3
 namespace {
 // rows [B*N, H*dh] (token-major, heads side by side) <-> per-head blocks [H, N, B*dh] (one [N, B*dh] matrix per head).
 // Each work item moves one contiguous run of dh values.
-template <class T>
-void rows_to_head_blocks(const Mat3<T>& blocks, const ConstMat<T>& rows, long batch, long n, long heads) {
+template <class T, class Space>
+void rows_to_head_blocks(const Mat3On<T, Space>& blocks, const ConstMatOn<T, Space>& rows, long batch, long n,
+                         long heads) {
   const long dh = blocks.extent(2) / batch;
   Kokkos::parallel_for(
-      "attnphys::factored_to_blocks", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<3>>({0, 0, 0}, {batch, n, heads}),
+      "attnphys::factored_to_blocks", Kokkos::MDRangePolicy<Space, Kokkos::Rank<3>>({0, 0, 0}, {batch, n, heads}),
       KOKKOS_LAMBDA(long b, long j, long h) {
         const T* src = &rows(b * n + j, h * dh);
         T* dst = &blocks(h, j, b * dh);
         for (long c = 0; c < dh; ++c) dst[c] = src[c];
       });
 }
-template <class T>
-void head_blocks_to_rows(const Mat<T>& rows, const ConstMat3<T>& blocks, long batch, long n, long heads) {
+template <class T, class Space>
+void head_blocks_to_rows(const MatOn<T, Space>& rows, const ConstMat3On<T, Space>& blocks, long batch, long n,
+                         long heads) {
   const long dh = blocks.extent(2) / batch;
   Kokkos::parallel_for(
-      "attnphys::factored_to_rows", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<3>>({0, 0, 0}, {batch, n, heads}),
+      "attnphys::factored_to_rows", Kokkos::MDRangePolicy<Space, Kokkos::Rank<3>>({0, 0, 0}, {batch, n, heads}),
       KOKKOS_LAMBDA(long b, long i, long h) {
         const T* src = &blocks(h, i, b * dh);
         T* dst = &rows(b * n + i, h * dh);
         for (long c = 0; c < dh; ++c) dst[c] = src[c];
       });
 }
-template <class T>
-void factored_weights(const Mat3<T>& p, const ConstMat<T>& alpha, long n, const ScoreSpec<T>& spec) {
+template <class T, class Space>
+void factored_weights(const Mat3On<T, Space>& p, const ConstMatOn<T, Space>& alpha, long n,
+                      const ScoreSpec<T, Space>& spec) {
   const long heads = spec.heads, max_len = spec.max_len;
-  const AttentionMask mask = spec.mask;
+  const AttentionMaskOn<Space> mask = spec.mask;
   Kokkos::parallel_for(
-      "attnphys::factored_weights", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<3>>({0, 0, 0}, {heads, n, n}),
+      "attnphys::factored_weights", Kokkos::MDRangePolicy<Space, Kokkos::Rank<3>>({0, 0, 0}, {heads, n, n}),
       KOKKOS_LAMBDA(long h, long i, long j) {
         p(h, i, j) = mask.allowed(0, i, j, n) ? alpha(h, relative_index(i, j, n, max_len, mask.periodic)) : T(0);
       });
 }
 }  // namespace
 
-template <class T>
-void factored_rows_forward(const Mat<T>& out, const FactoredRowsBuffers<T>& buf, const ConstMat<T>& in,
-                           const ConstMat<T>& alpha, long batch, long n, const ScoreSpec<T>& spec) {
+template <class T, class Space>
+void factored_rows_forward(const MatOn<T, Space>& out, const FactoredRowsBuffers<T, Space>& buf,
+                           const ConstMatOn<T, Space>& in, const ConstMatOn<T, Space>& alpha, long batch, long n,
+                           const ScoreSpec<T, Space>& spec) {
   ScopedRegion region("attnphys::factored_rows_forward");
   const long d = in.extent(1), heads = spec.heads, dh = d / heads;
   require(spec.mask.key_mask.extent(0) == 0, "factored_rows_forward: a key mask needs the per-sample path");
@@ -933,71 +961,73 @@ void factored_rows_forward(const Mat<T>& out, const FactoredRowsBuffers<T>& buf,
               long(buf.vt.extent(2)) == batch * dh && buf.ot.extent(2) == buf.vt.extent(2) &&
               long(buf.p.extent(0)) == heads && long(buf.p.extent(1)) == n,
           "factored_rows_forward: shapes disagree");
-  factored_weights<T>(buf.p, alpha, n, spec);
-  rows_to_head_blocks<T>(buf.vt, in, batch, n, heads);
+  factored_weights<T, Space>(buf.p, alpha, n, spec);
+  rows_to_head_blocks<T, Space>(buf.vt, in, batch, n, heads);
   // One gemm per head over the whole batch: O_h [N, B*dh] = P_h [N, N] V_h [N, B*dh].
-  batched_gemm('N', 'N', T(1), ConstMat3<T>(buf.p.data(), heads, n, n),
-               ConstMat3<T>(buf.vt.data(), heads, n, batch * dh), T(0), buf.ot);
-  head_blocks_to_rows<T>(out, ConstMat3<T>(buf.ot.data(), heads, n, batch * dh), batch, n, heads);
+  batched_gemm_on<Space, T>('N', 'N', T(1), ConstMat3On<T, Space>(buf.p.data(), heads, n, n),
+               ConstMat3On<T, Space>(buf.vt.data(), heads, n, batch * dh), T(0), buf.ot);
+  head_blocks_to_rows<T, Space>(out, ConstMat3On<T, Space>(buf.ot.data(), heads, n, batch * dh), batch, n, heads);
 }
 
-template <class T>
-void factored_rows_backward(const Mat<T>& din, const Mat<T>& d_alpha, const FactoredRowsBuffers<T>& buf,
-                            const ConstMat<T>& dout, long batch, long n, const ScoreSpec<T>& spec) {
+template <class T, class Space>
+void factored_rows_backward(const MatOn<T, Space>& din, const MatOn<T, Space>& d_alpha,
+                            const FactoredRowsBuffers<T, Space>& buf, const ConstMatOn<T, Space>& dout, long batch,
+                            long n, const ScoreSpec<T, Space>& spec) {
   ScopedRegion region("attnphys::factored_rows_backward");
   const long heads = spec.heads, dh = buf.vt.extent(2) / batch, max_len = spec.max_len;
   require(spec.mask.key_mask.extent(0) == 0, "factored_rows_backward: a key mask needs the per-sample path");
-  const AttentionMask mask = spec.mask;
+  const AttentionMaskOn<Space> mask = spec.mask;
   // buf.vt and buf.p hold the forward's V blocks and weights; buf.ot is reused for dO blocks, buf.dvt for dV blocks.
-  rows_to_head_blocks<T>(buf.ot, dout, batch, n, heads);
-  const ConstMat3<T> dot(buf.ot.data(), heads, n, batch * dh), vt(buf.vt.data(), heads, n, batch * dh);
+  rows_to_head_blocks<T, Space>(buf.ot, dout, batch, n, heads);
+  const ConstMat3On<T, Space> dot(buf.ot.data(), heads, n, batch * dh), vt(buf.vt.data(), heads, n, batch * dh);
   if (din.extent(0) != 0) {
-    batched_gemm('T', 'N', T(1), ConstMat3<T>(buf.p.data(), heads, n, n), dot, T(0), buf.dvt);
-    head_blocks_to_rows<T>(din, ConstMat3<T>(buf.dvt.data(), heads, n, batch * dh), batch, n, heads);
+    batched_gemm_on<Space, T>('T', 'N', T(1), ConstMat3On<T, Space>(buf.p.data(), heads, n, n), dot, T(0), buf.dvt);
+    head_blocks_to_rows<T, Space>(din, ConstMat3On<T, Space>(buf.dvt.data(), heads, n, batch * dh), batch, n, heads);
   }
   // dP_h = dO_h V_hᵀ [N, N], then d_alpha(h, r) += Σ over allowed pairs with relative index r.
-  batched_gemm('N', 'T', T(1), dot, vt, T(0), buf.dp);
+  batched_gemm_on<Space, T>('N', 'T', T(1), dot, vt, T(0), buf.dp);
   const auto dp = buf.dp;
   Kokkos::parallel_for(
-      "attnphys::factored_rows_dalpha", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<3>>({0, 0, 0}, {heads, n, n}),
+      "attnphys::factored_rows_dalpha", Kokkos::MDRangePolicy<Space, Kokkos::Rank<3>>({0, 0, 0}, {heads, n, n}),
       KOKKOS_LAMBDA(long h, long i, long j) {
         if (mask.allowed(0, i, j, n))
           Kokkos::atomic_add(&d_alpha(h, relative_index(i, j, n, max_len, mask.periodic)), dp(h, i, j));
       });
 }
 
-template <class T>
-void galerkin_forward(const Mat3<T>& o, const Mat3<T>& kv, const ConstMat3<T>& q, const ConstMat3<T>& kn,
-                      const ConstMat3<T>& vn) {
+template <class T, class Space>
+void galerkin_forward(const Mat3On<T, Space>& o, const Mat3On<T, Space>& kv, const ConstMat3On<T, Space>& q,
+                      const ConstMat3On<T, Space>& kn, const ConstMat3On<T, Space>& vn) {
   ScopedRegion region("attnphys::galerkin_forward");
   const long n = q.extent(1);
-  batched_gemm('T', 'N', T(1), kn, vn, T(0), kv);
-  batched_gemm('N', 'N', T(1) / T(n), q, ConstMat3<T>(kv.data(), kv.extent(0), kv.extent(1), kv.extent(2)), T(0),
-               o);
+  batched_gemm_on<Space, T>('T', 'N', T(1), kn, vn, T(0), kv);
+  batched_gemm_on<Space, T>('N', 'N', T(1) / T(n), q,
+                            ConstMat3On<T, Space>(kv.data(), kv.extent(0), kv.extent(1), kv.extent(2)), T(0), o);
 }
 
-template <class T>
-void galerkin_backward(const Mat3<T>& dq, const Mat3<T>& dkn, const Mat3<T>& dvn, const ConstMat3<T>& dout,
-                       const ConstMat3<T>& q, const ConstMat3<T>& kn, const ConstMat3<T>& vn,
-                       const ConstMat3<T>& kv, AttentionScratch<T>& ws) {
+template <class T, class Space>
+void galerkin_backward(const Mat3On<T, Space>& dq, const Mat3On<T, Space>& dkn, const Mat3On<T, Space>& dvn,
+                       const ConstMat3On<T, Space>& dout, const ConstMat3On<T, Space>& q,
+                       const ConstMat3On<T, Space>& kn, const ConstMat3On<T, Space>& vn,
+                       const ConstMat3On<T, Space>& kv, AttentionScratch<T, Space>& ws) {
   ScopedRegion region("attnphys::galerkin_backward");
   const long nbh = q.extent(0), n = q.extent(1), dh = q.extent(2);
-  Mat3<T> dkv(ws.ensure(ws.dtile, nbh * dh * dh, "attnphys::attention_dtile"), nbh, dh, dh);
-  batched_gemm('N', 'T', T(1) / T(n), dout, kv, T(0), dq);
-  batched_gemm('T', 'N', T(1) / T(n), q, dout, T(0), dkv);
-  const ConstMat3<T> cdkv(dkv.data(), nbh, dh, dh);
-  batched_gemm('N', 'T', T(1), vn, cdkv, T(0), dkn);
-  batched_gemm('N', 'N', T(1), kn, cdkv, T(0), dvn);
+  Mat3On<T, Space> dkv(ws.ensure(ws.dtile, nbh * dh * dh, "attnphys::attention_dtile"), nbh, dh, dh);
+  batched_gemm_on<Space, T>('N', 'T', T(1) / T(n), dout, kv, T(0), dq);
+  batched_gemm_on<Space, T>('T', 'N', T(1) / T(n), q, dout, T(0), dkv);
+  const ConstMat3On<T, Space> cdkv(dkv.data(), nbh, dh, dh);
+  batched_gemm_on<Space, T>('N', 'T', T(1), vn, cdkv, T(0), dkn);
+  batched_gemm_on<Space, T>('N', 'N', T(1), kn, cdkv, T(0), dvn);
 }
 
-template <class T>
-void split_heads(const Mat3<T>& out, const ConstMat<T>& in, long col0, long batch, long heads) {
+template <class T, class Space>
+void split_heads(const Mat3On<T, Space>& out, const ConstMatOn<T, Space>& in, long col0, long batch, long heads) {
   const long n = out.extent(1), dh = out.extent(2);
   require(long(out.extent(0)) == batch * heads && long(in.extent(0)) == batch * n &&
               long(in.extent(1)) >= col0 + heads * dh,
           "split_heads: shapes disagree");
   // One work item per (token, head): a contiguous run of dh values.
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::split_heads", batch * n * heads, KOKKOS_LAMBDA(long th) {
         const long t = th / heads, h = th % heads, b = t / n, i = t % n;
         const T* src = &in(t, col0 + h * dh);
@@ -1006,13 +1036,13 @@ void split_heads(const Mat3<T>& out, const ConstMat<T>& in, long col0, long batc
       }, 1024);
 }
 
-template <class T>
-void merge_heads(const Mat<T>& out, long col0, const ConstMat3<T>& in, long batch, long heads) {
+template <class T, class Space>
+void merge_heads(const MatOn<T, Space>& out, long col0, const ConstMat3On<T, Space>& in, long batch, long heads) {
   const long n = in.extent(1), dh = in.extent(2);
   require(long(in.extent(0)) == batch * heads && long(out.extent(0)) == batch * n &&
               long(out.extent(1)) >= col0 + heads * dh,
           "merge_heads: shapes disagree");
-  attnphys::parallel_for(
+  attnphys::parallel_for<Space>(
       "attnphys::merge_heads", batch * n * heads, KOKKOS_LAMBDA(long th) {
         const long t = th / heads, h = th % heads, b = t / n, i = t % n;
         const T* src = &in(b * heads + h, i, 0);
@@ -1021,35 +1051,41 @@ void merge_heads(const Mat<T>& out, long col0, const ConstMat3<T>& in, long batc
       }, 1024);
 }
 
-#define ATTNPHYS_INSTANTIATE_ATTENTION_CORE(T)                                                                   \
-  template struct AttentionScratch<T>;                                                                           \
-  template void sdpa_forward<T>(const Mat3<T>&, const Mat3<T>&, const Mat<T>&, const ConstMat3<T>&,              \
-                                const ConstMat3<T>&, const ConstMat3<T>&, const ScoreSpec<T>&,                   \
-                                AttentionScratch<T>&);                                                           \
-  template void sdpa_backward<T>(const Mat3<T>&, const Mat3<T>&, const Mat3<T>&, const Mat<T>&,                  \
-                                 const ConstMat3<T>&, const ConstMat3<T>&, const ConstMat3<T>&,                  \
-                                 const ConstMat3<T>&, const ConstMat3<T>&, const ConstMat3<T>&,                  \
-                                 const ConstMat<T>&, const ScoreSpec<T>&, AttentionScratch<T>&);                 \
-  template void attention_scores<T>(const Mat3<T>&, const ConstMat3<T>&, const ConstMat3<T>&);              \
-  template void sdpa_row<T>(const Vec<T>&, const ConstMat3<T>&, const ConstMat3<T>&, const ConstMat<T>&,         \
-                            const ScoreSpec<T>&, long, long);                                                    \
-  template void factored_forward<T>(const Mat3<T>&, const Mat3<T>&, const ConstMat3<T>&, const ConstMat<T>&,     \
-                                    const ScoreSpec<T>&);                                                        \
-  template void factored_backward<T>(const Mat3<T>&, const Mat<T>&, const ConstMat3<T>&, const ConstMat3<T>&,    \
-                                     const ConstMat3<T>&, const ScoreSpec<T>&, AttentionScratch<T>&);            \
-  template void factored_rows_forward<T>(const Mat<T>&, const FactoredRowsBuffers<T>&, const ConstMat<T>&,        \
-                                         const ConstMat<T>&, long, long, const ScoreSpec<T>&);                   \
-  template void factored_rows_backward<T>(const Mat<T>&, const Mat<T>&, const FactoredRowsBuffers<T>&,            \
-                                          const ConstMat<T>&, long, long, const ScoreSpec<T>&);                  \
-  template void galerkin_forward<T>(const Mat3<T>&, const Mat3<T>&, const ConstMat3<T>&, const ConstMat3<T>&,    \
-                                    const ConstMat3<T>&);                                                        \
-  template void galerkin_backward<T>(const Mat3<T>&, const Mat3<T>&, const Mat3<T>&, const ConstMat3<T>&,        \
-                                     const ConstMat3<T>&, const ConstMat3<T>&, const ConstMat3<T>&,              \
-                                     const ConstMat3<T>&, AttentionScratch<T>&);                                 \
-  template void split_heads<T>(const Mat3<T>&, const ConstMat<T>&, long, long, long);                            \
-  template void merge_heads<T>(const Mat<T>&, long, const ConstMat3<T>&, long, long);
-
-ATTNPHYS_INSTANTIATE_ATTENTION_CORE(float)
-ATTNPHYS_INSTANTIATE_ATTENTION_CORE(double)
+// Every kernel for T = float and double on every enabled execution space (core/spaces.hpp).
+#define ATTNPHYS_INSTANTIATE_ATTENTION_CORE(T, S)                                                                \
+  template struct AttentionScratch<T, S>;                                                                        \
+  template void sdpa_forward<T, S>(const Mat3On<T, S>&, const Mat3On<T, S>&, const MatOn<T, S>&,                 \
+                                   const ConstMat3On<T, S>&, const ConstMat3On<T, S>&, const ConstMat3On<T, S>&, \
+                                   const ScoreSpec<T, S>&, AttentionScratch<T, S>&);                             \
+  template void sdpa_backward<T, S>(const Mat3On<T, S>&, const Mat3On<T, S>&, const Mat3On<T, S>&,               \
+                                    const MatOn<T, S>&, const ConstMat3On<T, S>&, const ConstMat3On<T, S>&,      \
+                                    const ConstMat3On<T, S>&, const ConstMat3On<T, S>&, const ConstMat3On<T, S>&, \
+                                    const ConstMat3On<T, S>&, const ConstMatOn<T, S>&, const ScoreSpec<T, S>&,   \
+                                    AttentionScratch<T, S>&);                                                    \
+  template void attention_scores<T, S>(const Mat3On<T, S>&, const ConstMat3On<T, S>&, const ConstMat3On<T, S>&); \
+  template void sdpa_row<T, S>(const VecOn<T, S>&, const ConstMat3On<T, S>&, const ConstMat3On<T, S>&,           \
+                               const ConstMatOn<T, S>&, const ScoreSpec<T, S>&, long, long);                     \
+  template void factored_forward<T, S>(const Mat3On<T, S>&, const Mat3On<T, S>&, const ConstMat3On<T, S>&,       \
+                                       const ConstMatOn<T, S>&, const ScoreSpec<T, S>&);                         \
+  template void factored_backward<T, S>(const Mat3On<T, S>&, const MatOn<T, S>&, const ConstMat3On<T, S>&,       \
+                                        const ConstMat3On<T, S>&, const ConstMat3On<T, S>&,                      \
+                                        const ScoreSpec<T, S>&, AttentionScratch<T, S>&);                        \
+  template void factored_rows_forward<T, S>(const MatOn<T, S>&, const FactoredRowsBuffers<T, S>&,                \
+                                            const ConstMatOn<T, S>&, const ConstMatOn<T, S>&, long, long,        \
+                                            const ScoreSpec<T, S>&);                                             \
+  template void factored_rows_backward<T, S>(const MatOn<T, S>&, const MatOn<T, S>&,                             \
+                                             const FactoredRowsBuffers<T, S>&, const ConstMatOn<T, S>&, long,    \
+                                             long, const ScoreSpec<T, S>&);                                      \
+  template void galerkin_forward<T, S>(const Mat3On<T, S>&, const Mat3On<T, S>&, const ConstMat3On<T, S>&,       \
+                                       const ConstMat3On<T, S>&, const ConstMat3On<T, S>&);                      \
+  template void galerkin_backward<T, S>(const Mat3On<T, S>&, const Mat3On<T, S>&, const Mat3On<T, S>&,           \
+                                        const ConstMat3On<T, S>&, const ConstMat3On<T, S>&,                      \
+                                        const ConstMat3On<T, S>&, const ConstMat3On<T, S>&,                      \
+                                        const ConstMat3On<T, S>&, AttentionScratch<T, S>&);                      \
+  template void split_heads<T, S>(const Mat3On<T, S>&, const ConstMatOn<T, S>&, long, long, long);               \
+  template void merge_heads<T, S>(const MatOn<T, S>&, long, const ConstMat3On<T, S>&, long, long);
+#define ATTNPHYS_ATTENTION_CORE_ON(S) \
+  ATTNPHYS_INSTANTIATE_ATTENTION_CORE(float, S) ATTNPHYS_INSTANTIATE_ATTENTION_CORE(double, S)
+ATTNPHYS_FOR_EACH_SPACE(ATTNPHYS_ATTENTION_CORE_ON)
 
 }  // namespace attnphys::ops

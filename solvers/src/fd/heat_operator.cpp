@@ -5,6 +5,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "attnphys/core/spaces.hpp"
+
 namespace attnphys::fd {
 
 using heat::BcType;
@@ -18,7 +20,8 @@ double face_mean(heat::FaceMean m, double a, double b) {
 
 }  // namespace
 
-HeatOperator::HeatOperator(const heat::HeatProblem& problem) : p_(problem) {
+template <class Space>
+BasicHeatOperator<Space>::BasicHeatOperator(const heat::HeatProblem& problem) : p_(problem) {
   ScopedRegion region("attnphys::heat_operator_setup");
   p_.validate();
   const auto& g = p_.grid;
@@ -56,7 +59,7 @@ HeatOperator::HeatOperator(const heat::HeatProblem& problem) : p_(problem) {
           }
         }
     cf_host_[a] = cf;
-    cf_[a] = View3<double>("attnphys::heat_face_coefficients", cf.extent(0), cf.extent(1), cf.extent(2));
+    cf_[a] = State("attnphys::heat_face_coefficients", cf.extent(0), cf.extent(1), cf.extent(2));
     Kokkos::deep_copy(cf_[a], cf);
     c_[a] = p_.kappa * inv_h2;
     auto side_c = [&](int side) {
@@ -65,7 +68,7 @@ HeatOperator::HeatOperator(const heat::HeatProblem& problem) : p_(problem) {
     clo_[a] = side_c(0);
     chi_[a] = side_c(1);
   }
-  zero_ = View1<double>("attnphys::heat_zero_row", std::max<long>(e[2] + 1, 1));
+  zero_ = Row("attnphys::heat_zero_row", std::max<long>(e[2] + 1, 1));
 
   // FTCS limit: largest Σ_faces c over the cells.
   double worst = 0.0;
@@ -101,7 +104,7 @@ HeatOperator::HeatOperator(const heat::HeatProblem& problem) : p_(problem) {
       for (unsigned part = 0; part < 4; ++part) {
         if (part == 3) {  // a static source field
           if (p_.source_field.size() == 0) continue;
-          part_cache_[3] = View3<double>("attnphys::heat_forcing_part", e[0], e[1], e[2]);
+          part_cache_[3] = State("attnphys::heat_forcing_part", e[0], e[1], e[2]);
           Kokkos::deep_copy(part_cache_[3], p_.source_field);
           continue;
         }
@@ -109,14 +112,15 @@ HeatOperator::HeatOperator(const heat::HeatProblem& problem) : p_(problem) {
         const bool any = p_.bc[part][0].nonzero() || p_.bc[part][1].nonzero();
         if (!any) continue;
         forcing_host({{1.0, 0.0, 1u << part}});
-        part_cache_[part] = View3<double>("attnphys::heat_forcing_part", e[0], e[1], e[2]);
+        part_cache_[part] = State("attnphys::heat_forcing_part", e[0], e[1], e[2]);
         Kokkos::deep_copy(part_cache_[part], forcing_host_);
       }
     }
   }
 }
 
-void HeatOperator::forcing(const View3<double>& out, const std::vector<ForcingTerm>& terms) const {
+template <class Space>
+void BasicHeatOperator<Space>::forcing(const State& out, const std::vector<ForcingTerm>& terms) const {
   const auto e = spatial();
   require(long(out.extent(0)) == e[0] && long(out.extent(1)) == e[1] && long(out.extent(2)) == e[2],
           "forcing: output view has the wrong shape");
@@ -133,12 +137,13 @@ void HeatOperator::forcing(const View3<double>& out, const std::vector<ForcingTe
       const auto src = part_cache_[part];
       const double w = term.weight;
       Kokkos::parallel_for(
-          "attnphys::heat_forcing_sum", Kokkos::RangePolicy<ExecSpace>(0, out.size()),
+          "attnphys::heat_forcing_sum", Kokkos::RangePolicy<Space>(0, out.size()),
           KOKKOS_LAMBDA(const long i) { out.data()[i] += w * src.data()[i]; });
     }
 }
 
-void HeatOperator::forcing_host(const std::vector<ForcingTerm>& terms) const {
+template <class Space>
+void BasicHeatOperator<Space>::forcing_host(const std::vector<ForcingTerm>& terms) const {
   ScopedRegion region("attnphys::heat_forcing");
   const auto e = spatial();
   const auto& g = p_.grid;
@@ -181,9 +186,9 @@ void HeatOperator::forcing_host(const std::vector<ForcingTerm>& terms) const {
       }
 }
 
-void HeatOperator::combine(const View3<double>& out, const View3<double>& x, const View3<double>& y,
-                           std::array<double, 3> s, double g1, const View3<double>& G1, double g2,
-                           const View3<double>& G2) const {
+template <class Space>
+void BasicHeatOperator<Space>::combine(const State& out, const State& x, const State& y, std::array<double, 3> s,
+                                       double g1, const State& G1, double g2, const State& G2) const {
   ScopedRegion region("attnphys::heat_combine");
   if (p_.variable_kappa())
     combine_kernel<true>(out, x, y, s, g1, G1, g2, G2);
@@ -276,10 +281,10 @@ void host_row_const(double* o, const double* xr, const double* yr, const double*
 }
 #endif
 
+template <class Space>
 template <bool Var>
-void HeatOperator::combine_kernel(const View3<double>& out, const View3<double>& x, const View3<double>& y,
-                                  std::array<double, 3> s, double g1, const View3<double>& G1, double g2,
-                                  const View3<double>& G2) const {
+void BasicHeatOperator<Space>::combine_kernel(const State& out, const State& x, const State& y, std::array<double, 3> s,
+                                              double g1, const State& G1, double g2, const State& G2) const {
   const int dim = p_.grid.dim;
   const long n0 = y.extent(0), n1 = y.extent(1), nx = y.extent(2);
   const long ny_s = spatial()[1];
@@ -298,9 +303,9 @@ void HeatOperator::combine_kernel(const View3<double>& out, const View3<double>&
   const double* G2d = (g2 != 0.0 && G2.size() > 0) ? G2.data() : nullptr;
   const bool with_g = G1d || G2d;
 #if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL)
-  using Member = Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using Member = typename Kokkos::TeamPolicy<Space>::member_type;
   Kokkos::parallel_for(
-      "attnphys::heat_combine", Kokkos::TeamPolicy<ExecSpace>(n0 * n1, Kokkos::AUTO),
+      "attnphys::heat_combine", Kokkos::TeamPolicy<Space>(n0 * n1, Kokkos::AUTO),
       KOKKOS_LAMBDA(const Member& team) {
         const long r = team.league_rank();
         const long k = r / n1, j = r - (r / n1) * n1;
@@ -387,7 +392,7 @@ void HeatOperator::combine_kernel(const View3<double>& out, const View3<double>&
   auto launch = [&](auto use_y_tag, auto use_z_tag, auto with_g_tag) {
     constexpr bool Y = decltype(use_y_tag)::value, Z = decltype(use_z_tag)::value, G = decltype(with_g_tag)::value;
     Kokkos::parallel_for(
-        "attnphys::heat_combine", Kokkos::RangePolicy<ExecSpace>(0, n0 * n1), KOKKOS_LAMBDA(const long r) {
+        "attnphys::heat_combine", Kokkos::RangePolicy<Space>(0, n0 * n1), KOKKOS_LAMBDA(const long r) {
           const long k = r / n1, j = r - k * n1;
           const long kz = dim == 3 ? k : 0, jy = dim >= 2 ? j : 0;
           const long off = r * nx, soff = (kz * ny_s + jy) * nx;
@@ -466,13 +471,6 @@ void HeatOperator::combine_kernel(const View3<double>& out, const View3<double>&
   if (use_y) with_z(T{}); else with_z(F{});
 #endif
 }
-
-template void HeatOperator::combine_kernel<true>(const View3<double>&, const View3<double>&, const View3<double>&,
-                                                 std::array<double, 3>, double, const View3<double>&, double,
-                                                 const View3<double>&) const;
-template void HeatOperator::combine_kernel<false>(const View3<double>&, const View3<double>&, const View3<double>&,
-                                                  std::array<double, 3>, double, const View3<double>&, double,
-                                                  const View3<double>&) const;
 
 #if !(defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL))
 namespace {
@@ -555,8 +553,9 @@ void ftcs_two_step_unit(const TwoStepGeometry& g, const double* src, double* dst
 }  // namespace
 #endif
 
-bool HeatOperator::ftcs_two_steps(const View3<double>& out, const View3<double>& in, double dt,
-                                  const View3<double>& Gv, long chunks_wanted, long band_rows) const {
+template <class Space>
+bool BasicHeatOperator<Space>::ftcs_two_steps(const State& out, const State& in, double dt, const State& Gv,
+                                              long chunks_wanted, long band_rows) const {
 #if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP) || defined(KOKKOS_ENABLE_SYCL)
   (void)out, (void)in, (void)dt, (void)Gv, (void)chunks_wanted, (void)band_rows;
   return false;  // the device kernel keeps one step per sweep
@@ -580,7 +579,7 @@ bool HeatOperator::ftcs_two_steps(const View3<double>& out, const View3<double>&
   // 3D band has up to 32768 / nx rows (a ring slice of up to 256 KB: whole planes up to 128 x 254), recomputing one
   // halo row on each side at level 1. (Narrower bands were not faster at 128³: the sweep is bound by the row
   // kernel, not by the cache; they keep the ring in cache for large planes.)
-  const long conc = std::max<long>(1, static_cast<long>(ExecSpace().concurrency()));
+  const long conc = std::max<long>(1, static_cast<long>(Space().concurrency()));
   const long chunks = chunks_wanted > 0 ? std::min(chunks_wanted, ns)
                                         : std::max(1L, std::min(ns / 8, (conc + items - 1) / items));
   const long band = dim < 3 ? rows
@@ -589,7 +588,7 @@ bool HeatOperator::ftcs_two_steps(const View3<double>& out, const View3<double>&
   const long bands = (rows + band - 1) / band;
   const long units = items * chunks * bands;
   const long rslice = dim == 3 ? (band + 2) * nx : rows * nx;
-  if (long(ring_.size()) < units * 3 * rslice) ring_ = View1<double>("attnphys::heat_ftcs_ring", units * 3 * rslice);
+  if (long(ring_.size()) < units * 3 * rslice) ring_ = Row("attnphys::heat_ftcs_ring", units * 3 * rslice);
   const int oa = dim == 3 ? 2 : 1;
   TwoStepGeometry g{ns,
                     rows,
@@ -617,7 +616,7 @@ bool HeatOperator::ftcs_two_steps(const View3<double>& out, const View3<double>&
   auto run = [&](auto d3_tag, auto g_tag) {
     constexpr bool D3 = decltype(d3_tag)::value, HasG = decltype(g_tag)::value;
     Kokkos::parallel_for(
-        "attnphys::heat_ftcs_two_steps", Kokkos::RangePolicy<ExecSpace>(0, units), KOKKOS_LAMBDA(const long u) {
+        "attnphys::heat_ftcs_two_steps", Kokkos::RangePolicy<Space>(0, units), KOKKOS_LAMBDA(const long u) {
           const long item = u / (chunks * bands), rest = u - item * chunks * bands;
           const long c = rest / bands, bb = rest - c * bands;
           ftcs_two_step_unit<D3, HasG>(g, src + item * item_size, dst + item * item_size, ring + u * 3 * rslice,
@@ -636,7 +635,8 @@ bool HeatOperator::ftcs_two_steps(const View3<double>& out, const View3<double>&
 #endif
 }
 
-void HeatOperator::factor_lines(int axis, double s) {
+template <class Space>
+void BasicHeatOperator<Space>::factor_lines(int axis, double s) {
   ScopedRegion region("attnphys::heat_factor_lines");
   const auto e = spatial();
   const long n = p_.grid.n[axis], nys = e[1], nx = e[2];
@@ -645,20 +645,20 @@ void HeatOperator::factor_lines(int axis, double s) {
   const long cells = e[0] * e[1] * e[2];
   LineFactor& F = factor_[axis];
   if (F.low.size() == 0) {
-    F.low = View1<double>("attnphys::heat_line_low", cells);
-    F.cp = View1<double>("attnphys::heat_line_cp", cells);
-    F.invd = View1<double>("attnphys::heat_line_invd", cells);
+    F.low = Row("attnphys::heat_line_low", cells);
+    F.cp = Row("attnphys::heat_line_cp", cells);
+    F.invd = Row("attnphys::heat_line_invd", cells);
     if (per) {
-      F.z = View1<double>("attnphys::heat_line_z", cells);
-      F.vlast = View1<double>("attnphys::heat_line_vlast", lines);
-      F.fact = View1<double>("attnphys::heat_line_fact", lines);
+      F.z = Row("attnphys::heat_line_z", cells);
+      F.vlast = Row("attnphys::heat_line_vlast", lines);
+      F.fact = Row("attnphys::heat_line_fact", lines);
     }
   }
   F.s = s;
   const auto cf = cf_[axis];
   const auto low = F.low, cp = F.cp, invd = F.invd, zv = F.z, vlast = F.vlast, fact = F.fact;
   Kokkos::parallel_for(
-      "attnphys::heat_factor_lines", Kokkos::RangePolicy<ExecSpace>(0, lines), KOKKOS_LAMBDA(const long L) {
+      "attnphys::heat_factor_lines", Kokkos::RangePolicy<Space>(0, lines), KOKKOS_LAMBDA(const long L) {
         long base, stride;
         long a0, a1;  // the line's two other coordinates
         if (axis == 0) {
@@ -703,7 +703,8 @@ void HeatOperator::factor_lines(int axis, double s) {
       });
 }
 
-void HeatOperator::solve_lines(int axis, double s, const View3<double>& rhs) {
+template <class Space>
+void BasicHeatOperator<Space>::solve_lines(int axis, double s, const State& rhs) {
   require(axis >= 0 && axis < p_.grid.dim, "solve_lines: axis ", axis, " is not used in ", p_.grid.dim, "D");
   if (factor_[axis].s != s) factor_lines(axis, s);
   ScopedRegion region("attnphys::heat_solve_lines");
@@ -741,7 +742,7 @@ void HeatOperator::solve_lines(int axis, double s, const View3<double>& rhs) {
     constexpr long B = 32;
     const long blocks = (lines + B - 1) / B;
     Kokkos::parallel_for(
-        "attnphys::heat_solve_lines", Kokkos::RangePolicy<ExecSpace>(0, blocks), KOKKOS_LAMBDA(const long blk) {
+        "attnphys::heat_solve_lines", Kokkos::RangePolicy<Space>(0, blocks), KOKKOS_LAMBDA(const long blk) {
           long base[B], sbase[B], sline[B];
           double prev[B];
           const long l0 = blk * B, cnt = lines - l0 < B ? lines - l0 : B;
@@ -769,7 +770,7 @@ void HeatOperator::solve_lines(int axis, double s, const View3<double>& rhs) {
   }
 #endif
   Kokkos::parallel_for(
-      "attnphys::heat_solve_lines", Kokkos::RangePolicy<ExecSpace>(0, lines), KOKKOS_LAMBDA(const long l) {
+      "attnphys::heat_solve_lines", Kokkos::RangePolicy<Space>(0, lines), KOKKOS_LAMBDA(const long l) {
         long base, sbase, sline;
         line_of(l, base, sbase, sline);
         double prev = 0.0;
@@ -799,7 +800,8 @@ KOKKOS_INLINE_FUNCTION double face_mean_device(bool harmonic, double a, double b
 
 }  // namespace
 
-void HeatOperator::set_kappa_field(const View3<double>& kappa_cell) {
+template <class Space>
+void BasicHeatOperator<Space>::set_kappa_field(const State& kappa_cell) {
   ScopedRegion region("attnphys::heat_set_kappa");
   const auto e = spatial();
   require(long(kappa_cell.extent(0)) == e[0] && long(kappa_cell.extent(1)) == e[1] &&
@@ -812,7 +814,7 @@ void HeatOperator::set_kappa_field(const View3<double>& kappa_cell) {
     const double* k = kappa_cell.data();
     long bad = 0;
     Kokkos::parallel_reduce(
-        "attnphys::heat_set_kappa_check", Kokkos::RangePolicy<ExecSpace>(0, cells),
+        "attnphys::heat_set_kappa_check", Kokkos::RangePolicy<Space>(0, cells),
         KOKKOS_LAMBDA(const long i, long& b) {
           if (!(math::isfinite(k[i]) && k[i] >= 0.0)) ++b;
         },
@@ -820,9 +822,15 @@ void HeatOperator::set_kappa_field(const View3<double>& kappa_cell) {
     require(bad == 0, "set_kappa_field: the kappa field has ", bad,
             " negative, NaN or infinite value(s): diffusivity must be finite and >= 0");
   }
-  if (kappa_own_.size() == 0) kappa_own_ = View3<double>("attnphys::heat_operator_kappa", e[0], e[1], e[2]);
+  if (kappa_own_.size() == 0) kappa_own_ = State("attnphys::heat_operator_kappa", e[0], e[1], e[2]);
   Kokkos::deep_copy(kappa_own_, kappa_cell);
-  p_.kappa_field = kappa_own_;
+  if constexpr (std::is_same<typename Space::memory_space, MemSpace>::value) {
+    p_.kappa_field = kappa_own_;
+  } else {  // problem() keeps its fields in the default memory space
+    if (p_.kappa_field.size() == 0 || p_.kappa_field.data() == kappa_cell.data())
+      p_.kappa_field = View3<double>("attnphys::heat_problem_kappa", e[0], e[1], e[2]);
+    Kokkos::deep_copy(p_.kappa_field, kappa_own_);
+  }
   const auto kc = kappa_own_;
   const bool harmonic = p_.face_mean == heat::FaceMean::Harmonic;
 
@@ -839,7 +847,7 @@ void HeatOperator::set_kappa_field(const View3<double>& kappa_cell) {
     const long f1 = cf.extent(1), f2 = cf.extent(2);
     const int ax = 2 - a;  // position of axis a in (z, y, x)
     Kokkos::parallel_for(
-        "attnphys::heat_set_kappa_faces", Kokkos::RangePolicy<ExecSpace>(0, long(cf.size())),
+        "attnphys::heat_set_kappa_faces", Kokkos::RangePolicy<Space>(0, long(cf.size())),
         KOKKOS_LAMBDA(const long f) {
           const long q0 = f / (f1 * f2), q1 = (f / f2) % f1, q2 = f % f2;
           const long m = ax == 0 ? q0 : ax == 1 ? q1 : q2;
@@ -867,7 +875,7 @@ void HeatOperator::set_kappa_field(const View3<double>& kappa_cell) {
     const long ny = e[1], nx = e[2];
     double worst = 0.0;
     Kokkos::parallel_reduce(
-        "attnphys::heat_set_kappa_ftcs_limit", Kokkos::RangePolicy<ExecSpace>(0, cells),
+        "attnphys::heat_set_kappa_ftcs_limit", Kokkos::RangePolicy<Space>(0, cells),
         KOKKOS_LAMBDA(const long c, double& w) {
           const long kz = c / (ny * nx), jy = (c / nx) % ny, i = c % nx;
           double sum = cx(kz, jy, i) + cx(kz, jy, i + 1);
@@ -893,5 +901,9 @@ void HeatOperator::set_kappa_field(const View3<double>& kappa_cell) {
       }
   }
 }
+
+// The operator on every enabled execution space (core/spaces.hpp).
+#define ATTNPHYS_HEAT_OPERATOR_ON(S) template class BasicHeatOperator<S>;
+ATTNPHYS_FOR_EACH_SPACE(ATTNPHYS_HEAT_OPERATOR_ON)
 
 }  // namespace attnphys::fd

@@ -28,6 +28,12 @@ using MatOn =
 template <class T, class Space>
 using ConstMatOn = Kokkos::View<const T**, Kokkos::LayoutRight, typename Space::memory_space,
                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class T, class Space>
+using Mat3On =
+    Kokkos::View<T***, Kokkos::LayoutRight, typename Space::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class T, class Space>
+using ConstMat3On = Kokkos::View<const T***, Kokkos::LayoutRight, typename Space::memory_space,
+                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
 void gemm(char trans_a, char trans_b, float alpha, const ConstMat<float>& A, const ConstMat<float>& B, float beta,
           const Mat<float>& C);
@@ -44,6 +50,10 @@ void batched_gemm(char trans_a, char trans_b, float alpha, const ConstMat3<float
                   float beta, const Mat3<float>& C);
 void batched_gemm(char trans_a, char trans_b, double alpha, const ConstMat3<double>& A,
                   const ConstMat3<double>& B, double beta, const Mat3<double>& C);
+// batched_gemm on any enabled execution space (one gemm_on per batch entry), instantiated for every space.
+template <class Space, class T>
+void batched_gemm_on(char trans_a, char trans_b, T alpha, const ConstMat3On<T, Space>& A,
+                     const ConstMat3On<T, Space>& B, T beta, const Mat3On<T, Space>& C);
 
 // Arithmetic of the float32 products, as torch.set_float32_matmul_precision sets it for PyTorch: Float32 (the
 // default), or BF16: operands rounded to bf16 and products accumulated in float32 on Intel AMX (attnphys/core/amx.hpp;

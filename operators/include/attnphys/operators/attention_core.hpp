@@ -13,18 +13,28 @@
 // Factored attention uses position-only weights P(i, j) = alpha_h(i - j); Galerkin attention is softmax-free,
 // o = q (k̃ᵀ ṽ)/N with layer-normalised k̃, ṽ.
 // Accumulation rule as in layers.hpp: parameter gradients (rel_bias, alpha) +=, activation gradients =.
+//
+// Every kernel takes its execution space as a template argument (ExecSpace by default, deduced from the ScoreSpec
+// or AttentionScratch where there is one) and is instantiated for each enabled space (core/spaces.hpp), with every
+// view in that space's memory: the tests run them once per space (operators.AttentionOnSpace.*). The fused AVX
+// kernels run on any host space; the bf16 (AMX) kernels on the default space only.
+#include <string>
+
 #include "attnphys/operators/layers.hpp"
 
 namespace attnphys::ops {
 
-using IntMask = Kokkos::View<const int**, Kokkos::LayoutRight, MemSpace>;
+template <class Space>
+using IntMaskOn = Kokkos::View<const int**, Kokkos::LayoutRight, typename Space::memory_space>;
+using IntMask = IntMaskOn<ExecSpace>;
 
 // Which (query i, key j) pairs interact. Distances are |i - j|, or min(|i - j|, N - |i - j|) when periodic.
-struct AttentionMask {
+template <class Space = ExecSpace>
+struct AttentionMaskOn {
   bool causal = false;  // only j <= i
   long window = -1;     // only distance <= window (negative: no window)
   bool periodic = false;
-  IntMask key_mask;     // [B, N]: nonzero where key j of sample b may be attended (padding); empty: every key
+  IntMaskOn<Space> key_mask;  // [B, N]: nonzero where key j of sample b may be attended (padding); empty: every key
 
   KOKKOS_INLINE_FUNCTION bool allowed(long b, long i, long j, long n) const {
     if (causal && j > i) return false;
@@ -37,6 +47,7 @@ struct AttentionMask {
     return true;
   }
 };
+using AttentionMask = AttentionMaskOn<>;
 
 // Index of the offset i - j in a per-head relative table: open chains keep 2*max_len - 1 offsets
 // (index i - j + max_len - 1), periodic chains N offsets ((i - j) mod N).
@@ -46,25 +57,26 @@ KOKKOS_INLINE_FUNCTION long relative_index(long i, long j, long n, long max_len,
 }
 inline long relative_table_size(long max_len, bool periodic) { return periodic ? max_len : 2 * max_len - 1; }
 
-template <class T>
+template <class T, class Space = ExecSpace>
 struct ScoreSpec {
   long heads = 1;
-  long max_len = 0;            // length the relative table was sized for (ignored without one)
-  AttentionMask mask;
-  ConstMat<T> rel_bias;        // [heads, relative_table_size]: added to the scaled scores; empty: none
+  long max_len = 0;              // length the relative table was sized for (ignored without one)
+  AttentionMaskOn<Space> mask;
+  ConstMatOn<T, Space> rel_bias;  // [heads, relative_table_size]: added to the scaled scores; empty: none
 };
 
 // Grow-only buffers reused across calls and layers (no allocation once shapes repeat).
-template <class T>
+template <class T, class Space = ExecSpace>
 struct AttentionScratch {
-  View1<T> tile;    // scores / probabilities of one tile or block (tiled mode)
-  View1<T> dtile;   // their gradients
-  View1<T> rowdot;  // rowsum(dO ⊙ O) per query (backward); the online softmax's running sums l (tiled forward)
-  T* ensure(View1<T>& v, long n, const char* label);
+  using Buffer = Kokkos::View<T*, Kokkos::LayoutRight, typename Space::memory_space>;
+  Buffer tile;    // scores / probabilities of one tile or block (tiled mode)
+  Buffer dtile;   // their gradients
+  Buffer rowdot;  // rowsum(dO ⊙ O) per query (backward); the online softmax's running sums l (tiled forward)
+  T* ensure(Buffer& v, long n, const char* label);
   // Elements of one score tile: [slices, rows, N] in dense mode, a block [slices, rows, keys] in tiled mode (about
   // sqrt(budget) query rows × sqrt(budget) keys once N exceeds that). Small on the host so a tile stays in cache
   // between the score gemm, the softmax and the value gemm; large on GPUs so each launch has enough work.
-  long tile_budget = Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible ? (1L << 16) : (1L << 24);
+  long tile_budget = host_accessible<Space>() ? (1L << 16) : (1L << 24);
   // Fewest query rows (and, in tiled mode, keys) per tile: thinner tiles make the score gemms inefficient.
   long min_tile_rows = 64;
   // Tiled mode on host builds for AVX2/AVX-512 CPUs: the fused register-blocked kernels (one Kokkos kernel for the
@@ -84,64 +96,72 @@ bool bf16_attention_available();
 std::string bf16_attention_unavailable_reason();
 
 // q, k, v, o: [B*H, N, dh]; p: [B*H, N, N] (dense) or empty (tiled); lse: [B*H, N].
-template <class T>
-void sdpa_forward(const Mat3<T>& o, const Mat3<T>& p, const Mat<T>& lse, const ConstMat3<T>& q,
-                  const ConstMat3<T>& k, const ConstMat3<T>& v, const ScoreSpec<T>& spec, AttentionScratch<T>& ws);
+template <class T, class Space = ExecSpace>
+void sdpa_forward(const Mat3On<T, Space>& o, const Mat3On<T, Space>& p, const MatOn<T, Space>& lse,
+                  const ConstMat3On<T, Space>& q, const ConstMat3On<T, Space>& k, const ConstMat3On<T, Space>& v,
+                  const ScoreSpec<T, Space>& spec, AttentionScratch<T, Space>& ws);
 // dq, dk, dv =; d_rel_bias += (empty when there is no bias).
-template <class T>
-void sdpa_backward(const Mat3<T>& dq, const Mat3<T>& dk, const Mat3<T>& dv, const Mat<T>& d_rel_bias,
-                   const ConstMat3<T>& dout, const ConstMat3<T>& q, const ConstMat3<T>& k, const ConstMat3<T>& v,
-                   const ConstMat3<T>& o, const ConstMat3<T>& p, const ConstMat<T>& lse, const ScoreSpec<T>& spec,
-                   AttentionScratch<T>& ws);
+template <class T, class Space = ExecSpace>
+void sdpa_backward(const Mat3On<T, Space>& dq, const Mat3On<T, Space>& dk, const Mat3On<T, Space>& dv,
+                   const MatOn<T, Space>& d_rel_bias, const ConstMat3On<T, Space>& dout, const ConstMat3On<T, Space>& q,
+                   const ConstMat3On<T, Space>& k, const ConstMat3On<T, Space>& v, const ConstMat3On<T, Space>& o,
+                   const ConstMat3On<T, Space>& p, const ConstMatOn<T, Space>& lse, const ScoreSpec<T, Space>& spec,
+                   AttentionScratch<T, Space>& ws);
 // The scaled scores s [B*H, N, N] = q kᵀ / sqrt(dh) that the softmax kinds start from (before bias and mask).
-template <class T>
-void attention_scores(const Mat3<T>& s, const ConstMat3<T>& q, const ConstMat3<T>& k);
+template <class T, class Space = ExecSpace>
+void attention_scores(const Mat3On<T, Space>& s, const ConstMat3On<T, Space>& q, const ConstMat3On<T, Space>& k);
 // One row of attention probabilities (key weights of query i in slice bh), recomputed from q, k and lse.
-template <class T>
-void sdpa_row(const Vec<T>& out, const ConstMat3<T>& q, const ConstMat3<T>& k, const ConstMat<T>& lse,
-              const ScoreSpec<T>& spec, long bh, long i);
+template <class T, class Space = ExecSpace>
+void sdpa_row(const VecOn<T, Space>& out, const ConstMat3On<T, Space>& q, const ConstMat3On<T, Space>& k,
+              const ConstMatOn<T, Space>& lse, const ScoreSpec<T, Space>& spec, long bh, long i);
 
 // Factored attention: p(bh, i, j) = alpha(h, relative_index(i, j)) where allowed, else 0; o = p v.
-template <class T>
-void factored_forward(const Mat3<T>& o, const Mat3<T>& p, const ConstMat3<T>& v, const ConstMat<T>& alpha,
-                      const ScoreSpec<T>& spec);
+template <class T, class Space = ExecSpace>
+void factored_forward(const Mat3On<T, Space>& o, const Mat3On<T, Space>& p, const ConstMat3On<T, Space>& v,
+                      const ConstMatOn<T, Space>& alpha, const ScoreSpec<T, Space>& spec);
 // dv =, d_alpha +=.
-template <class T>
-void factored_backward(const Mat3<T>& dv, const Mat<T>& d_alpha, const ConstMat3<T>& dout, const ConstMat3<T>& v,
-                       const ConstMat3<T>& p, const ScoreSpec<T>& spec, AttentionScratch<T>& ws);
+template <class T, class Space = ExecSpace>
+void factored_backward(const Mat3On<T, Space>& dv, const MatOn<T, Space>& d_alpha, const ConstMat3On<T, Space>& dout,
+                       const ConstMat3On<T, Space>& v, const ConstMat3On<T, Space>& p, const ScoreSpec<T, Space>& spec,
+                       AttentionScratch<T, Space>& ws);
 
 // Factored attention on token-major rows, for masks that do not depend on the sample (no key mask). With rows
-// [B*N, d] (token b*N + i, head h in columns h*dh .. h*dh + dh - 1) the weights P_h(i, j) = alpha(h, relative_index(i, j))
-// (0 where the mask forbids) are the same for every sample, so each head is ONE product over the whole batch:
+// [B*N, d] (token b*N + i, head h in columns h*dh .. h*dh + dh - 1) the weights
+// P_h(i, j) = alpha(h, relative_index(i, j)) (0 where the mask forbids) are the same for every sample, so each head
+// is ONE product over the whole batch:
 //   forward:  O_h [N, B*dh] = P_h V_h, with V_h the head's columns of every sample side by side (buf.vt, kept);
-//   backward: dV_h = P_hᵀ dO_h (din =), dP_h = dO_h V_hᵀ and d_alpha(h, r) += Σ_{allowed (i, j) at offset r} dP_h(i, j).
+//   backward: dV_h = P_hᵀ dO_h (din =), dP_h = dO_h V_hᵀ and
+//             d_alpha(h, r) += Σ_{allowed (i, j) at offset r} dP_h(i, j).
 // Buffers: vt, ot, dvt [H, N, B*dh]; p, dp [H, N, N] (the forward's vt and p must survive until the backward).
-template <class T>
+template <class T, class Space = ExecSpace>
 struct FactoredRowsBuffers {
-  Mat3<T> vt, ot, dvt, p, dp;
+  Mat3On<T, Space> vt, ot, dvt, p, dp;
 };
-template <class T>
-void factored_rows_forward(const Mat<T>& out, const FactoredRowsBuffers<T>& buf, const ConstMat<T>& in,
-                           const ConstMat<T>& alpha, long batch, long n, const ScoreSpec<T>& spec);
-template <class T>
-void factored_rows_backward(const Mat<T>& din, const Mat<T>& d_alpha, const FactoredRowsBuffers<T>& buf,
-                            const ConstMat<T>& dout, long batch, long n, const ScoreSpec<T>& spec);
+template <class T, class Space = ExecSpace>
+void factored_rows_forward(const MatOn<T, Space>& out, const FactoredRowsBuffers<T, Space>& buf,
+                           const ConstMatOn<T, Space>& in, const ConstMatOn<T, Space>& alpha, long batch, long n,
+                           const ScoreSpec<T, Space>& spec);
+template <class T, class Space = ExecSpace>
+void factored_rows_backward(const MatOn<T, Space>& din, const MatOn<T, Space>& d_alpha,
+                            const FactoredRowsBuffers<T, Space>& buf, const ConstMatOn<T, Space>& dout, long batch,
+                            long n, const ScoreSpec<T, Space>& spec);
 
 // Galerkin attention: kv [B*H, dh, dh] = knᵀ vn (saved), o = q kv / N.
-template <class T>
-void galerkin_forward(const Mat3<T>& o, const Mat3<T>& kv, const ConstMat3<T>& q, const ConstMat3<T>& kn,
-                      const ConstMat3<T>& vn);
+template <class T, class Space = ExecSpace>
+void galerkin_forward(const Mat3On<T, Space>& o, const Mat3On<T, Space>& kv, const ConstMat3On<T, Space>& q,
+                      const ConstMat3On<T, Space>& kn, const ConstMat3On<T, Space>& vn);
 // dq, dkn, dvn =.
-template <class T>
-void galerkin_backward(const Mat3<T>& dq, const Mat3<T>& dkn, const Mat3<T>& dvn, const ConstMat3<T>& dout,
-                       const ConstMat3<T>& q, const ConstMat3<T>& kn, const ConstMat3<T>& vn,
-                       const ConstMat3<T>& kv, AttentionScratch<T>& ws);
+template <class T, class Space = ExecSpace>
+void galerkin_backward(const Mat3On<T, Space>& dq, const Mat3On<T, Space>& dkn, const Mat3On<T, Space>& dvn,
+                       const ConstMat3On<T, Space>& dout, const ConstMat3On<T, Space>& q,
+                       const ConstMat3On<T, Space>& kn, const ConstMat3On<T, Space>& vn,
+                       const ConstMat3On<T, Space>& kv, AttentionScratch<T, Space>& ws);
 
 // Head split/merge between token matrices [B*N, ld] and per-head tensors [B*H, N, dh]; column block col0 holds
 // the H heads side by side (PyTorch's layout: feature h*dh + c of the block belongs to head h).
-template <class T>
-void split_heads(const Mat3<T>& out, const ConstMat<T>& in, long col0, long batch, long heads);
-template <class T>
-void merge_heads(const Mat<T>& out, long col0, const ConstMat3<T>& in, long batch, long heads);
+template <class T, class Space = ExecSpace>
+void split_heads(const Mat3On<T, Space>& out, const ConstMatOn<T, Space>& in, long col0, long batch, long heads);
+template <class T, class Space = ExecSpace>
+void merge_heads(const MatOn<T, Space>& out, long col0, const ConstMat3On<T, Space>& in, long batch, long heads);
 
 }  // namespace attnphys::ops

@@ -12,6 +12,11 @@
 // States are View3 (n0, n1, nx), x contiguous: (batch, 1, nx) in 1D, (batch, ny, nx) in 2D, (nz, ny, nx) in 3D.
 // Coefficients, forcing and line factorisations have the spatial shape (1 or nz, 1 or ny, nx) and are shared by
 // every sample of a batch; each sample's arithmetic does not depend on the batch it is in.
+//
+// The operator runs on the execution space it is instantiated for (BasicHeatOperator<Space>; HeatOperator is the
+// default space's), with every view in that space's memory; the library's solvers use HeatOperator, and the tests
+// run each kernel once per enabled space (solvers.HeatOperatorOnSpace.*). The problem's κ and source fields may live
+// in the default memory space: the operator copies what it needs.
 #include <array>
 #include <vector>
 
@@ -20,9 +25,14 @@
 
 namespace attnphys::fd {
 
-class HeatOperator {
+template <class Space = ExecSpace>
+class BasicHeatOperator {
  public:
-  explicit HeatOperator(const heat::HeatProblem& problem);
+  // States, forcing and coefficients: (n0, n1, nx) views in Space's memory.
+  using State = Kokkos::View<double***, Kokkos::LayoutRight, typename Space::memory_space>;
+  using Row = Kokkos::View<double*, Kokkos::LayoutRight, typename Space::memory_space>;
+
+  explicit BasicHeatOperator(const heat::HeatProblem& problem);
 
   const heat::HeatProblem& problem() const { return p_; }
   int dim() const { return p_.grid.dim; }
@@ -47,11 +57,11 @@ class HeatOperator {
   bool forcing_time_dependent() const { return forcing_time_dependent_; }
   // out (spatial shape) = Σ_terms weight · (the selected parts at time t). Host evaluation when time-dependent;
   // otherwise a device sum of cached parts.
-  void forcing(const View3<double>& out, const std::vector<ForcingTerm>& terms) const;
+  void forcing(const State& out, const std::vector<ForcingTerm>& terms) const;
 
   // out = x + Σ_a s[a]·L_a y + g1·G1 + g2·G2. out may alias x (not y). G1, G2 may be empty views when g1, g2 are 0.
-  void combine(const View3<double>& out, const View3<double>& x, const View3<double>& y, std::array<double, 3> s,
-               double g1, const View3<double>& G1, double g2, const View3<double>& G2) const;
+  void combine(const State& out, const State& x, const State& y, std::array<double, 3> s, double g1, const State& G1,
+               double g2, const State& G2) const;
 
   // Two FTCS steps in one sweep (temporal blocking, host builds): out = the state two steps of dt after `in`, with
   // the static forcing G (an empty view when there is none) taken at both steps. The intermediate level lives only
@@ -61,50 +71,51 @@ class HeatOperator {
   // combine() steps up to rounding. `chunks` (0: enough for every thread) splits each item's slices into that many
   // parallel units, each recomputing the intermediate slices at its two ends; in 3D `band_rows` (0: sized for the
   // cache) splits each plane into bands of rows swept one after another, each recomputing one halo row per side.
-  bool ftcs_two_steps(const View3<double>& out, const View3<double>& in, double dt, const View3<double>& G,
-                      long chunks = 0, long band_rows = 0) const;
+  bool ftcs_two_steps(const State& out, const State& in, double dt, const State& G, long chunks = 0,
+                      long band_rows = 0) const;
 
   // rhs ← (I - s·L_axis)⁻¹ rhs on every line of the axis: a Thomas solve per line (Sherman–Morrison for periodic
   // axes), with the factorisation for this s cached.
-  void solve_lines(int axis, double s, const View3<double>& rhs);
+  void solve_lines(int axis, double s, const State& rhs);
 
   // Face coefficients c = κ_face/h² of an axis, extent n+1 along it (empty for unused axes).
-  const View3<double>& face_coefficients(int axis) const { return cf_[axis]; }
+  const State& face_coefficients(int axis) const { return cf_[axis]; }
 
   // Replaces κ by a new per-cell field (spatial shape, finite and >= 0; refused otherwise, the operator unchanged):
   // the face coefficients are rebuilt on the device (the same means as the constructor, bit for bit), the FTCS
   // limit is recomputed, the cached line factorisations are dropped and the κ-dependent forcing (Dirichlet data
   // enters as c_boundary·g) is rebuilt. The field is copied; problem().kappa_field is the copy. The nonlinear heat
   // stepper calls this once per Picard iterate.
-  void set_kappa_field(const View3<double>& kappa_cell);
+  void set_kappa_field(const State& kappa_cell);
 
   // Kernel launchers (public only because CUDA lambdas may not live in private member functions).
   template <bool VariableKappa>
-  void combine_kernel(const View3<double>& out, const View3<double>& x, const View3<double>& y,
-                      std::array<double, 3> s, double g1, const View3<double>& G1, double g2,
-                      const View3<double>& G2) const;
+  void combine_kernel(const State& out, const State& x, const State& y, std::array<double, 3> s, double g1,
+                      const State& G1, double g2, const State& G2) const;
   void factor_lines(int axis, double s);
 
  private:
   heat::HeatProblem p_;
-  std::array<View3<double>, 3> cf_;          // face coefficients per axis
+  std::array<State, 3> cf_;                    // face coefficients per axis
   std::array<double, 3> c_{}, clo_{}, chi_{};  // constant-κ coefficients: interior, low face, high face
-  View1<double> zero_;                        // a zero row standing in for ghost rows and unused axes
-  mutable View1<double> ring_;                // ftcs_two_steps: three intermediate slices per parallel unit
+  Row zero_;                                   // a zero row standing in for ghost rows and unused axes
+  mutable Row ring_;                           // ftcs_two_steps: three intermediate slices per parallel unit
   double ftcs_limit_ = 0;
   bool has_forcing_ = false, forcing_time_dependent_ = false;
-  std::array<View3<double>, 4> part_cache_;  // per part, when nothing depends on time (empty: part is zero)
+  std::array<State, 4> part_cache_;  // per part, when nothing depends on time (empty: part is zero)
   mutable HostView3<double> forcing_host_;
-  HostView3<double> source_host_;            // a copy of problem.source_field (empty when there is none)
+  HostView3<double> source_host_;  // a copy of problem.source_field (empty when there is none)
   void forcing_host(const std::vector<ForcingTerm>& terms) const;
   std::array<HostView3<double>, 3> cf_host_;
-  View3<double> kappa_own_;                   // set_kappa_field: the operator's copy of κ
+  State kappa_own_;  // set_kappa_field: the operator's copy of κ
   struct LineFactor {
     double s = -1;
-    View1<double> low, cp, invd, z;  // per cell (spatial)
-    View1<double> vlast, fact;       // per line (periodic only)
+    Row low, cp, invd, z;  // per cell (spatial)
+    Row vlast, fact;       // per line (periodic only)
   };
   std::array<LineFactor, 3> factor_;
 };
+
+using HeatOperator = BasicHeatOperator<>;
 
 }  // namespace attnphys::fd
