@@ -10,7 +10,8 @@ nt = 2, split by sample index: [0, n_train) train, then n_val validation, then n
 Gaussian random initial fields (correlation length 0.1). The trivial predictor u(t + dt) = u(t) is reported too.
 
 Ours:  `attnphys train heat --set data.file=... [--set data.channels=kappa]` with the family's settings in
-       OURS_DEFAULTS below (a: the coordinate-attention kernel model; b: the kappa-conditioned local stencils; m: the
+       OURS_DEFAULTS below (a: the coordinate-attention kernel model; b: the kappa-conditioned local stencils, which
+       read the odd extension across the zero Dirichlet sides (model.local_edge = odd); m: the
        kappa-conditioned attention) plus any `--ours-set key=value` (later ones win). A short probe run measures
        the step time first, which sets the validation interval (10 in the budget); the cosine schedule decays over
        the wall clock (schedule.clock=time, train.max_seconds = the budget), as the peer's does, and the budget
@@ -61,7 +62,7 @@ FNO_VERSION = "2.0.0"  # neuraloperator; its FNO runs on Debian's torch 1.13 (ch
 OURS_DEFAULTS = {
     "a": ["model.kind=kernel", "train.batch=16", "optimizer.lr=0.03"],
     "b": ["model.kind=conditioned", "model.kernel_heads=0", "model.local_radius=2", "model.kernel_layers=4",
-          "model.stencil=true", "optimizer.lr=0.005", "train.batch=8"],
+          "model.stencil=true", "model.local_edge=odd", "optimizer.lr=0.005", "train.batch=8"],
     "m": ["model.kind=conditioned", "model.kernel_heads=4", "model.kernel_dk=16", "train.batch=8",
           "optimizer.lr=0.02", "model.kernel_layers=2", "model.stencil=true"],
 }

@@ -69,7 +69,7 @@ _TRANSFORMER = {"d_model": "d_model", "n_heads": "n_heads", "n_layers": "n_layer
                 "attention": "attention", "n_slices": "n_slices", "final_norm": "final_norm", "stencil": "stencil"}
 _KERNEL = {"n_heads": "kernel_heads", "n_layers": "kernel_layers", "d_k": "kernel_dk"}
 _CONDITIONED = dict(_KERNEL, d_model="d_model", stencil="stencil", local_radius="local_radius",
-                    condition_on_field="condition_on_field")
+                    local_edge="local_edge", condition_on_field="condition_on_field")
 # Option keys in C++ messages -> the keyword to change.
 _MESSAGE_NAMES = {"model.kernel_heads": "n_heads", "model.kernel_dk": "d_k", "model.kernel_layers": "n_layers",
                   "optimizer.kind": "optimizer", "schedule.kind": "schedule", "data.channels": "channels",
@@ -184,7 +184,9 @@ class Surrogate:
     kernel: n_heads, n_layers, d_k (query/key width per head).
     conditioned: n_heads, n_layers, d_k as kernel; d_model (width of the conditioning MLP); stencil (the channels'
         central differences join the conditioning, never u's); local_radius (r > 0 adds a conditioned local term
-        sum_s w_s(z_i) u_(i+s) over the (2r+1)^dim neighbours, still linear in u; 0: none); condition_on_field (u
+        sum_s w_s(z_i) u_(i+s) over the (2r+1)^dim neighbours, still linear in u; 0: none); local_edge (what that
+        term reads beyond a non-periodic edge: "clamp", the edge value; "odd", minus the cell mirrored across the
+        edge face, for zero Dirichlet sides; "even", that cell, for zero-flux sides); condition_on_field (u
         itself joins the conditioning: a quasi-linear A(u) u for nonlinear kappa(u), where no channel carries kappa;
         then no channel is needed).
     conserve: every prediction keeps its input's mean exactly (periodic or zero-flux heat without sources).
@@ -203,7 +205,8 @@ class Surrogate:
     """
 
     def __init__(self, kind="transformer", *, d_model=32, n_heads=4, n_layers=1, d_ff=64, attention="dense",
-                 n_slices=None, final_norm=False, stencil=False, d_k=16, local_radius=0, coords="harmonics",
+                 n_slices=None, final_norm=False, stencil=False, d_k=16, local_radius=0, local_edge="clamp",
+                 coords="harmonics",
                  harmonics=4, coord_features=16, coord_sigma=1.0, channels=(), dt_input=False, conserve=False,
                  condition_on_field=False, dim=2, lengths=None, bc="periodic", dtype="float32", seed=0, **unknown):
         w = "Surrogate"
@@ -236,6 +239,7 @@ class Surrogate:
                  "attention": _str(w, "attention", attention),
                  "final_norm": _bool(w, "final_norm", final_norm), "stencil": _bool(w, "stencil", stencil),
                  "d_k": _int(w, "d_k", d_k, 1), "local_radius": _int(w, "local_radius", local_radius, 0),
+                 "local_edge": _str(w, "local_edge", local_edge, ("clamp", "odd", "even")),
                  "coords": _str(w, "coords", coords, ("harmonics", "fourier", "none")),
                  "harmonics": _int(w, "harmonics", harmonics, 1),
                  "coord_features": _int(w, "coord_features", coord_features, 1),

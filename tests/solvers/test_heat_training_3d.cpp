@@ -261,6 +261,67 @@ TEST(HeatTraining3d, ConditionedLocalStencilAndAttentionGradientsIn3d) {
   EXPECT_LT(wi, 1e-7);
 }
 
+TEST(HeatTraining3d, MirroredEdgesGradientsAndWhereTheyApply) {
+  // model.local_edge = odd / even: beyond a non-periodic edge the local stencil reads the cell mirrored across the
+  // edge face, with its sign flipped (odd) or kept (even). Gradients through both, r = 1 and 2 (r = 2 reaches the
+  // second mirrored cell), on a grid whose x and z axes are not periodic (y is).
+  const Grid3 g(4, 3, 5);
+  const std::vector<double> lengths{2.0, 0.75, 2.5};
+  for (LocalEdge e : {LocalEdge::Odd, LocalEdge::Even})
+    for (long r : {1L, 2L}) {
+      SurrogateOptions so = cond3(0, r);
+      so.local_edge = e;
+      double wp = 1, wi = 1;
+      gradient_errors(so, g, lengths, &wp, &wi);
+      EXPECT_LT(wp, 1e-7) << "edge " << int(e) << " r " << r;
+      EXPECT_LT(wi, 1e-7) << "edge " << int(e) << " r " << r;
+    }
+  // One layer, r = 1, the same parameters and input under the three rules: the mirrored cell of a first-neighbour
+  // read is the edge cell itself, so even equals clamp everywhere; odd differs exactly at the tokens on a
+  // non-periodic edge (x = 0 or 3, z = 0 or 4) and nowhere else.
+  auto run = [&](LocalEdge e) {
+    SurrogateOptions so = cond3(0, 1);
+    so.kernel_layers = 1;
+    so.local_edge = e;
+    HeatSurrogate<double> model(so, 3, lengths);
+    ParameterBuffer<double> buf;
+    model.declare(buf);
+    buf.allocate();
+    model.init(buf, 3);
+    std::mt19937_64 rng(11);
+    std::normal_distribution<double> nd(0.0, 1.0);
+    auto p = buf.get_host();
+    for (auto& x : p) x += 0.5 * nd(rng);
+    buf.set_host(p);
+    const long N = g.points();
+    View1<double> u("u", N), out("out", N), tau("tau", 1);
+    View2<double> ex("ex", N, 1);
+    auto hu = Kokkos::create_mirror_view(u);
+    auto he = Kokkos::create_mirror_view(ex);
+    for (long t = 0; t < N; ++t) {
+      hu(t) = nd(rng);
+      he(t, 0) = nd(rng);
+    }
+    Kokkos::deep_copy(u, hu);
+    Kokkos::deep_copy(ex, he);
+    Kokkos::deep_copy(tau, 1.0);
+    SurrogateCache<double> cache;
+    model.forward(out, cache, u, ex, g.coords, 1, N, buf, tau);
+    auto h = to_host(out);
+    return std::vector<double>(h.data(), h.data() + N);
+  };
+  const auto clamp = run(LocalEdge::Clamp), odd = run(LocalEdge::Odd), even = run(LocalEdge::Even);
+  for (long t = 0; t < g.points(); ++t) {
+    const long i = t % g.nx, k = t / (g.nx * g.ny);
+    const bool edge = i == 0 || i == g.nx - 1 || k == 0 || k == g.nz - 1;
+    EXPECT_EQ(even[t], clamp[t]) << "token " << t;
+    if (edge)
+      EXPECT_GT(std::abs(odd[t] - clamp[t]), 1e-6) << "token " << t;
+    else
+      EXPECT_EQ(odd[t], clamp[t]) << "token " << t;
+  }
+}
+
 TEST(HeatTraining3d, SoftmaxStencilGradientsAndMaximumPrinciple) {
   // model.local_softmax: gradients through the softmax over the 27 offsets, with and without attention; and with
   // the global attention off, each layer is a convex combination of neighbours plus e, so ‖ŷ − e‖∞ ≤ ‖û‖∞ for any

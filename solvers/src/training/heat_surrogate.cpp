@@ -105,6 +105,10 @@ void SurrogateOptions::declare(OptionSet& set) {
   set.add("model.local_softmax", &local_softmax,
           "conditioned with model.local_radius > 0: the local stencil's weights are a softmax over the offsets "
           "(positive, summing to 1) in place of the b0·u term: a max-principle operator, stable in rollouts");
+  set.add("model.local_edge", &local_edge,
+          "conditioned with model.local_radius > 0: what the local stencil reads beyond a non-periodic edge: clamp "
+          "(the edge value repeated), odd (minus the mirrored cell: zero Dirichlet sides) or even (the mirrored "
+          "cell: zero-flux sides)");
   set.add("model.dt_input", &dt_input, "feed the horizon Δt/Δt_base (train with several data.horizons)");
   set.add("model.condition_on_field", &condition_on_field,
           "conditioned: the field itself conditions the attention too (quasi-linear A(u) u, for nonlinear κ(u))");
@@ -139,6 +143,9 @@ void SurrogateOptions::validate() const {
   require(!condition_on_field || kind == K::Conditioned, "model.condition_on_field conditions the attention of ",
           "model.kind = conditioned on the field: set model.kind = conditioned (the transformer kind sees the field ",
           "anyway) or model.condition_on_field = false");
+  require(local_edge == LocalEdge::Clamp || local_radius > 0, "model.local_edge sets what the conditioned local ",
+          "stencil reads beyond an edge: set model.local_radius > 0 (and model.kind = conditioned), or leave "
+          "model.local_edge = clamp");
   require(local_radius == 0 || kind == K::Conditioned, "model.local_radius adds a κ-conditioned local stencil to ",
           "model.kind = conditioned only: set model.kind = conditioned or model.local_radius = 0");
   require(kind != K::Kernel || !stencil, "model.stencil adds nonlinear token features; model.kind = kernel is linear ",
@@ -931,25 +938,43 @@ void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec
 
 // ------------------------------------------------------------------------- conditioned (channel-dependent) kernel attention
 
-// The local term's neighbour along one axis: index i + s among n points, wrapped (periodic) or clamped to the
-// edge (the edge value repeated).
-KOKKOS_INLINE_FUNCTION long local_axis(long i, long s, long n, bool periodic) {
+// The local term's neighbour along one axis: index i + s among n points, wrapped (periodic); beyond a
+// non-periodic edge (model.local_edge) clamped to the edge (the edge value repeated), or the cell mirrored across
+// the edge face (−1 − k below, 2n − 1 − k above; clamped if still outside), with the sign −1 for the odd extension.
+struct LocalEdgeRule {
+  bool mirror = false;  // odd or even: read the mirrored cell
+  int sign = 1;         // -1: odd
+};
+KOKKOS_INLINE_FUNCTION long local_axis(long i, long s, long n, bool periodic, const LocalEdgeRule& e, int& sign) {
   long k = i + s;
   if (periodic) {
     k %= n;
     if (k < 0) k += n;
-  } else {
-    k = k < 0 ? 0 : (k >= n ? n - 1 : k);
+    return k;
   }
-  return k;
+  if (k >= 0 && k < n) return k;
+  if (e.mirror) {
+    k = k < 0 ? -1 - k : 2 * n - 1 - k;
+    sign *= e.sign;
+  }
+  return k < 0 ? 0 : (k >= n ? n - 1 : k);
+}
+KOKKOS_INLINE_FUNCTION long local_axis(long i, long s, long n, bool periodic) {
+  int unused = 1;
+  return local_axis(i, s, n, periodic, LocalEdgeRule{}, unused);
+}
+inline LocalEdgeRule edge_rule(LocalEdge e) {
+  return {e != LocalEdge::Clamp, e == LocalEdge::Odd ? -1 : 1};
 }
 
-// ŷ(t) += Σ_s w(t, s) û(nb(t, s)) with nb(t, s) the grid neighbour of t at offset s = (sx, sy, sz) ∈ {−r..r}^dim,
-// s index ((sz + rz)(2ry + 1) + sy + ry)(2r + 1) + sx + r (x fastest).
+// ŷ(t) += Σ_s w(t, s) σ(t, s) û(nb(t, s)) with nb(t, s) the grid neighbour of t at offset s = (sx, sy, sz) ∈
+// {−r..r}^dim and σ its sign (−1 per odd reflection, else 1), s index ((sz + rz)(2ry + 1) + sy + ry)(2r + 1) + sx + r
+// (x fastest).
 template <class T>
 void local_forward(const View1<T>& fout, const View2<T>& w, const View1<T>& fin, long len, long r, int dim,
-                   const SurrogateGrid& g) {
+                   const SurrogateGrid& g, LocalEdge edge) {
   const SurrogateGrid grid = g;
+  const LocalEdgeRule er = edge_rule(edge);
   const long ry = dim > 1 ? r : 0, rz = dim > 2 ? r : 0, wx = 2 * r + 1, wy = 2 * ry + 1;
   attnphys::parallel_for(
       "attnphys::cond_local", long(fout.extent(0)), KOKKOS_LAMBDA(long t) {
@@ -957,25 +982,32 @@ void local_forward(const View1<T>& fout, const View2<T>& w, const View1<T>& fin,
                    k = n / (grid.nx * grid.ny);
         T acc = 0;
         for (long sz = -rz; sz <= rz; ++sz) {
-          const long kk = local_axis(k, sz, grid.nz, grid.pz);
+          int sgz = 1;
+          const long kk = local_axis(k, sz, grid.nz, grid.pz, er, sgz);
           for (long sy = -ry; sy <= ry; ++sy) {
-            const long jj = local_axis(j, sy, grid.ny, grid.py);
-            for (long sx = -r; sx <= r; ++sx)
-              acc += w(t, ((sz + rz) * wy + sy + ry) * wx + sx + r) *
-                     fin(b * len + (kk * grid.ny + jj) * grid.nx + local_axis(i, sx, grid.nx, grid.px));
+            int sgy = sgz;
+            const long jj = local_axis(j, sy, grid.ny, grid.py, er, sgy);
+            for (long sx = -r; sx <= r; ++sx) {
+              int sg = sgy;
+              const long ii = local_axis(i, sx, grid.nx, grid.px, er, sg);
+              const T v = fin(b * len + (kk * grid.ny + jj) * grid.nx + ii);
+              acc += w(t, ((sz + rz) * wy + sy + ry) * wx + sx + r) * (sg < 0 ? -v : v);
+            }
           }
         }
         fout(t) += acc;
       });
 }
 
-// The local term's backward: dw(t, s) = g(t) û(nb(t, s)) and du(n) += Σ_{t, s: nb(t, s) = n} w(t, s) g(t), the
-// latter gathered per n over the tokens within r cells of n along each axis (every token once, also when a
-// periodic axis has fewer than 2r + 1 points), so no two threads write one value.
+// The local term's backward: dw(t, s) = g(t) σ(t, s) û(nb(t, s)) and du(n) += Σ_{t, s: nb(t, s) = n} σ(t, s) w(t, s)
+// g(t), the latter gathered per n over the tokens within r cells of n along each axis (a mirrored neighbour is
+// within r cells too; every token once, also when a periodic axis has fewer than 2r + 1 points), so no two threads
+// write one value.
 template <class T>
 void local_backward(const View2<T>& dw, const View1<T>& du, const View2<T>& w, const View1<T>& fin,
-                    const View1<T>& g, long len, long r, int dim, const SurrogateGrid& gr) {
+                    const View1<T>& g, long len, long r, int dim, const SurrogateGrid& gr, LocalEdge edge) {
   const SurrogateGrid grid = gr;
+  const LocalEdgeRule er = edge_rule(edge);
   const long ry = dim > 1 ? r : 0, rz = dim > 2 ? r : 0, wx = 2 * r + 1, wy = 2 * ry + 1;
   const long tokens = fin.extent(0);
   attnphys::parallel_for("attnphys::cond_local_dw", tokens, KOKKOS_LAMBDA(long t) {
@@ -983,12 +1015,17 @@ void local_backward(const View2<T>& dw, const View1<T>& du, const View2<T>& w, c
                    k = n / (grid.nx * grid.ny);
         const T gt = g(t);
         for (long sz = -rz; sz <= rz; ++sz) {
-          const long kk = local_axis(k, sz, grid.nz, grid.pz);
+          int sgz = 1;
+          const long kk = local_axis(k, sz, grid.nz, grid.pz, er, sgz);
           for (long sy = -ry; sy <= ry; ++sy) {
-            const long jj = local_axis(j, sy, grid.ny, grid.py);
-            for (long sx = -r; sx <= r; ++sx)
-              dw(t, ((sz + rz) * wy + sy + ry) * wx + sx + r) =
-                  gt * fin(b * len + (kk * grid.ny + jj) * grid.nx + local_axis(i, sx, grid.nx, grid.px));
+            int sgy = sgz;
+            const long jj = local_axis(j, sy, grid.ny, grid.py, er, sgy);
+            for (long sx = -r; sx <= r; ++sx) {
+              int sg = sgy;
+              const long ii = local_axis(i, sx, grid.nx, grid.px, er, sg);
+              const T v = gt * fin(b * len + (kk * grid.ny + jj) * grid.nx + ii);
+              dw(t, ((sz + rz) * wy + sy + ry) * wx + sx + r) = sg < 0 ? -v : v;
+            }
           }
         }
       });
@@ -1025,12 +1062,18 @@ void local_backward(const View2<T>& dw, const View1<T>& du, const View2<T>& w, c
               }
               const long q = b * len + (qz * grid.ny + qy) * grid.nx + qx;
               for (long sz = -rz; sz <= rz; ++sz) {
-                if (local_axis(qz, sz, grid.nz, grid.pz) != k) continue;
+                int sgz = 1;
+                if (local_axis(qz, sz, grid.nz, grid.pz, er, sgz) != k) continue;
                 for (long sy = -ry; sy <= ry; ++sy) {
-                  if (local_axis(qy, sy, grid.ny, grid.py) != j) continue;
-                  for (long sx = -r; sx <= r; ++sx)
-                    if (local_axis(qx, sx, grid.nx, grid.px) == i)
-                      acc += w(q, ((sz + rz) * wy + sy + ry) * wx + sx + r) * g(q);
+                  int sgy = sgz;
+                  if (local_axis(qy, sy, grid.ny, grid.py, er, sgy) != j) continue;
+                  for (long sx = -r; sx <= r; ++sx) {
+                    int sg = sgy;
+                    if (local_axis(qx, sx, grid.nx, grid.px, er, sg) == i) {
+                      const T v = w(q, ((sz + rz) * wy + sy + ry) * wx + sx + r) * g(q);
+                      acc += sg < 0 ? -v : v;
+                    }
+                  }
                 }
               }
             }
@@ -1175,7 +1218,7 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
       grow_view(c.cw[l], "attnphys::cond_w", tokens, S);
       ops::linear_forward<T>(c.cw[l], c.cz, params.view2(pre.wl), params.view1(pre.bl));
       if (opt_.local_softmax) ops::softmax_forward<T>(c.cw[l], c.cw[l]);
-      local_forward<T>(c.field[l + 1], c.cw[l], c.field[l], len, opt_.local_radius, dim_, c.grid);
+      local_forward<T>(c.field[l + 1], c.cw[l], c.field[l], len, opt_.local_radius, dim_, c.grid, opt_.local_edge);
     }
   }
   Kokkos::deep_copy(View1<T>(out.data(), tokens), c.field[L]);
@@ -1257,7 +1300,8 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
     }
     lin(pre.wm, pre.bm, c.cdm);
     if (S > 0) {  // the local term: its weights' gradient and its adjoint into û
-      local_backward<T>(c.cdw, gp, c.cw[l], c.field[l], g, len, opt_.local_radius, dim_, c.grid);
+      local_backward<T>(c.cdw, gp, c.cw[l], c.field[l], g, len, opt_.local_radius, dim_, c.grid,
+                        opt_.local_edge);
       if (opt_.local_softmax) ops::softmax_backward<T>(c.cdw, c.cdw, c.cw[l]);
       lin(pre.wl, pre.bl, c.cdw);
     }

@@ -30,7 +30,9 @@
 //          Local term (model.local_radius = r > 0, regular grids): every layer adds a κ-conditioned stencil on its
 //          input field, ŷ_i += Σ_{s ∈ S} w_{l,s}(z_i) û_{i+s}, S = {−r..r}^dim ((2r+1)^dim offsets, x fastest), w_l a
 //          linear map of z (cond.l.wl, cond.l.bl, initialised to 0 so the model starts as without it); neighbours
-//          wrap on periodic axes and repeat the edge value on the others (the grid read as for model.stencil).
+//          wrap on periodic axes and repeat the edge value on the others (the grid read as for model.stencil), or,
+//          with model.local_edge = odd / even, read the cell mirrored across the edge face with its sign flipped
+//          (zero Dirichlet data: the odd extension is what the heat map itself does there) or kept (zero flux).
 //          Still exactly affine in û. r = 0 (default) declares nothing and computes exactly as before.
 //          model.local_softmax: w_l(z_i) = softmax_s(W_l z_i + b_l) over the offsets, and the b0·û term is dropped, so
 //          that with model.kernel_heads = 0 each layer is a convex combination of its input's neighbours plus e_i —
@@ -82,6 +84,10 @@ enum class SurrogateKind { Kernel, Conditioned, Transformer };
 enum class ConditionedAttention { Auto, Dense, Tiled };  // conditioned: saved probabilities, FlashAttention-2 or
                                                          // chosen by size
 enum class CoordEncoding { Harmonics, Fourier, None };
+// model.local_edge: what the local stencil reads beyond a non-periodic edge, at the cell mirrored across the edge
+// face: its value (even: zero-flux sides), minus its value (odd: zero Dirichlet data, the exact extension of
+// u = 0 on the face), or the edge cell itself (clamp, the edge value repeated).
+enum class LocalEdge { Clamp, Odd, Even };
 
 }  // namespace attnphys::training
 
@@ -98,6 +104,11 @@ struct EnumNames<training::ConditionedAttention> {
       {training::ConditionedAttention::Auto, "auto"},
       {training::ConditionedAttention::Dense, "dense"},
       {training::ConditionedAttention::Tiled, "tiled"}};
+};
+template <>
+struct EnumNames<training::LocalEdge> {
+  static constexpr EnumName<training::LocalEdge> values[] = {
+      {training::LocalEdge::Clamp, "clamp"}, {training::LocalEdge::Odd, "odd"}, {training::LocalEdge::Even, "even"}};
 };
 template <>
 struct EnumNames<training::CoordEncoding> {
@@ -123,6 +134,7 @@ struct SurrogateOptions {
   long local_radius = 0;            // conditioned: radius r of the κ-conditioned local stencil (0: none)
   bool local_softmax = false;       // conditioned + local_radius: the stencil weights are a softmax over the
                                     // (2r+1)^dim offsets and replace b0·û (see below)
+  LocalEdge local_edge = LocalEdge::Clamp;  // conditioned + local_radius: reads beyond a non-periodic edge
   long extra_channels = 0;          // not a key: extra input channels per token (set from data.channels by the run)
   bool dt_input = false;            // the horizon τ = Δt/Δt_base as an input (see above)
   bool conserve = false;            // project every output onto the input's mean (see below)
