@@ -50,3 +50,24 @@ def test_conditioned_local_term_from_python(tmp_path):
     assert np.array_equal(Surrogate.load(str(tmp_path / "l.h5")).predict(u0[16:], kappa=kappa[16:]), pred)
     with pytest.raises(attnphys.Error, match="local_radius"):
         Surrogate("transformer", local_radius=2)
+
+
+def test_local_edge_from_python(tmp_path):
+    # local_edge = "odd": beyond a Dirichlet side the local term reads minus the mirrored cell. A model on a Dirichlet
+    # box trains and keeps the choice through save/load (identical predictions); bad values and a missing local term
+    # say what to change. (The kernels' gradients and where the rule applies: tests/solvers/test_heat_training_3d.cpp.)
+    u0, u1, kappa = _data()
+    kw = dict(d_model=8, n_heads=2, d_k=8, n_layers=1, harmonics=2, channels=("kappa",), local_radius=1, bc="dirichlet")
+    odd = Surrogate("conditioned", local_edge="odd", seed=3, **kw)
+    assert odd.options["local_edge"] == "odd"
+    assert Surrogate("conditioned", **kw).options["local_edge"] == "clamp"
+    Trainer(odd, lr=1e-2, steps=20, batch=8, eval_every=10).fit(u0[:16], u1[:16], channels={"kappa": kappa[:16]})
+    pred = odd.predict(u0[16:], kappa=kappa[16:])
+    odd.save(str(tmp_path / "odd.h5"))
+    back = Surrogate.load(str(tmp_path / "odd.h5"))
+    assert back.options["local_edge"] == "odd"
+    assert np.array_equal(back.predict(u0[16:], kappa=kappa[16:]), pred)
+    with pytest.raises(attnphys.Error, match="local_edge"):
+        Surrogate("conditioned", local_edge="mirror", **kw)
+    with pytest.raises(attnphys.Error, match="local_radius"):
+        Surrogate("conditioned", d_model=8, harmonics=2, channels=("kappa",), local_edge="odd")
