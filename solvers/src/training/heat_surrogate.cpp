@@ -1,4 +1,5 @@
 #include "attnphys/solvers/training/heat_surrogate.hpp"
+#include "attnphys/solvers/training/surrogate_kernels.hpp"
 
 #include <cmath>
 
@@ -6,19 +7,6 @@
 #include "attnphys/operators/init.hpp"
 
 namespace attnphys::training {
-
-namespace {
-// Per-axis lengths (1 on unused axes), captured by value in kernels.
-struct AxisLengths {
-  double v[3] = {1.0, 1.0, 1.0};
-  KOKKOS_INLINE_FUNCTION double operator[](long a) const { return v[a]; }
-};
-AxisLengths axis_lengths(const std::vector<double>& l) {
-  AxisLengths a;
-  for (std::size_t i = 0; i < l.size() && i < 3; ++i) a.v[i] = l[i];
-  return a;
-}
-}  // namespace
 
 namespace {
 // model.conserve: out_b += mean(u_b) − mean(out_b) per sample of len points.
@@ -441,87 +429,6 @@ SurrogateGrid infer_grid(const ConstMat<T>& coords, long len, int dim, const std
   return g;
 }
 
-// The stencil neighbours (m, p) of grid point n along axis a: wrapped on a periodic axis, the point itself at the
-// edge of the others (as stencil_features reads them).
-KOKKOS_INLINE_FUNCTION void stencil_neighbours(const SurrogateGrid& g, long n, int a, long& m, long& p) {
-  const long nxy = g.nx * g.ny;
-  const long i = n % g.nx, j = (n / g.nx) % g.ny, k = n / nxy;
-  if (a == 0) {
-    m = i > 0 ? n - 1 : (g.px ? n + g.nx - 1 : n);
-    p = i + 1 < g.nx ? n + 1 : (g.px ? n - g.nx + 1 : n);
-  } else if (a == 1) {
-    m = j > 0 ? n - g.nx : (g.py ? n + (g.ny - 1) * g.nx : n);
-    p = j + 1 < g.ny ? n + g.nx : (g.py ? n - (g.ny - 1) * g.nx : n);
-  } else {
-    m = k > 0 ? n - nxy : (g.pz ? n + (g.nz - 1) * nxy : n);
-    p = k + 1 < g.nz ? n + nxy : (g.pz ? n - (g.nz - 1) * nxy : n);
-  }
-}
-
-KOKKOS_INLINE_FUNCTION double grid_spacing(const SurrogateGrid& g, int a) {
-  return a == 0 ? g.hx : (a == 1 ? g.hy : g.hz);
-}
-
-// Columns col0.. of f: for each field (û, then the C channels) and axis, ℓ·D1 and ℓ²·D2 (see the header).
-template <class T>
-void stencil_features(const Mat<T>& f, long col0, const ops::ConstVec<T>& u, const ConstMat<T>& extra, long C,
-                      long len, int dim, const SurrogateGrid& g, AxisLengths lengths, long first_field = 0) {
-  const long tokens = f.extent(0);
-  const SurrogateGrid grid = g;
-  attnphys::parallel_for("attnphys::surrogate_stencil", tokens, KOKKOS_LAMBDA(long t) {
-        const long b = t / len, n = t - b * len;
-        auto at = [&](long q, long field) -> double {
-          const long tt = b * len + q;
-          return field == 0 ? double(u(tt)) : double(extra(tt, field - 1));
-        };
-        for (long field = first_field; field <= C; ++field) {
-          const double c0 = at(n, field);
-          for (int a = 0; a < dim; ++a) {
-            long m, p;
-            stencil_neighbours(grid, n, a, m, p);
-            const double h = grid_spacing(grid, a), l = lengths[a] / 64.0;
-            const double fm = at(m, field), fp = at(p, field);
-            const long col = col0 + ((field - first_field) * dim + a) * 2;
-            f(t, col) = T(l * (fp - fm) / (2 * h));
-            f(t, col + 1) = T(l * l * (fp - 2 * c0 + fm) / (h * h));
-          }
-        }
-      });
-}
-
-// du += the adjoint of the stencil columns of û (field 0): with f1(t) = ℓ(u_p(t) − u_m(t))/(2h) and
-// f2(t) = ℓ²(u_p(t) − 2u_t + u_m(t))/h², du_n += Σ_t g1(t) ∂f1(t)/∂u_n + g2(t) ∂f2(t)/∂u_n. Gathered per n over the
-// tokens whose stencil touches n (n itself and its two neighbours), so no two threads write one value.
-template <class T>
-void stencil_input_gradient(const ops::Vec<T>& du, const ConstMat<T>& df, long col0, long len, int dim,
-                            const SurrogateGrid& g, AxisLengths lengths) {
-  const SurrogateGrid grid = g;
-  attnphys::parallel_for(
-      "attnphys::surrogate_stencil_backward", long(du.extent(0)),
-      KOKKOS_LAMBDA(long t) {
-        const long b = t / len, n = t - b * len;
-        double acc = 0;
-        for (int a = 0; a < dim; ++a) {
-          const double h = grid_spacing(grid, a), l = lengths[a] / 64.0;
-          const double c1 = l / (2 * h), c2 = l * l / (h * h);
-          const long col = col0 + 2 * a;
-          long mn, pn;
-          stencil_neighbours(grid, n, a, mn, pn);
-          const long cand[3] = {n, mn, pn};
-          for (int k = 0; k < 3; ++k) {
-            const long q = cand[k];
-            if ((k == 1 && q == n) || (k == 2 && (q == n || q == mn))) continue;  // each token once
-            long mq, pq;
-            stencil_neighbours(grid, q, a, mq, pq);
-            const double w1 = double(pq == n) - double(mq == n);
-            const double w2 = double(pq == n) - 2.0 * double(q == n) + double(mq == n);
-            acc += c1 * w1 * double(df(b * len + q, col)) + c2 * w2 * double(df(b * len + q, col + 1));
-          }
-        }
-        du(t) += T(acc);
-      });
-}
-
 // du = dout + ∂(features)/∂û: the residual and the û feature column.
 template <class T>
 void feature_input_gradient(const ops::Vec<T>& du, const ops::ConstVec<T>& dout, const ConstMat<T>& df) {
@@ -937,151 +844,6 @@ void HeatSurrogate<T>::kernel_backward(SurrogateCache<T>& c, const ops::ConstVec
 }
 
 // ------------------------------------------------------------------------- conditioned (channel-dependent) kernel attention
-
-// The local term's neighbour along one axis: index i + s among n points, wrapped (periodic); beyond a
-// non-periodic edge (model.local_edge) clamped to the edge (the edge value repeated), or the cell mirrored across
-// the edge face (−1 − k below, 2n − 1 − k above; clamped if still outside), with the sign −1 for the odd extension.
-struct LocalEdgeRule {
-  bool mirror = false;  // odd or even: read the mirrored cell
-  int sign = 1;         // -1: odd
-};
-KOKKOS_INLINE_FUNCTION long local_axis(long i, long s, long n, bool periodic, const LocalEdgeRule& e, int& sign) {
-  long k = i + s;
-  if (periodic) {
-    k %= n;
-    if (k < 0) k += n;
-    return k;
-  }
-  if (k >= 0 && k < n) return k;
-  if (e.mirror) {
-    k = k < 0 ? -1 - k : 2 * n - 1 - k;
-    sign *= e.sign;
-  }
-  return k < 0 ? 0 : (k >= n ? n - 1 : k);
-}
-KOKKOS_INLINE_FUNCTION long local_axis(long i, long s, long n, bool periodic) {
-  int unused = 1;
-  return local_axis(i, s, n, periodic, LocalEdgeRule{}, unused);
-}
-inline LocalEdgeRule edge_rule(LocalEdge e) {
-  return {e != LocalEdge::Clamp, e == LocalEdge::Odd ? -1 : 1};
-}
-
-// ŷ(t) += Σ_s w(t, s) σ(t, s) û(nb(t, s)) with nb(t, s) the grid neighbour of t at offset s = (sx, sy, sz) ∈
-// {−r..r}^dim and σ its sign (−1 per odd reflection, else 1), s index ((sz + rz)(2ry + 1) + sy + ry)(2r + 1) + sx + r
-// (x fastest).
-template <class T>
-void local_forward(const View1<T>& fout, const View2<T>& w, const View1<T>& fin, long len, long r, int dim,
-                   const SurrogateGrid& g, LocalEdge edge) {
-  const SurrogateGrid grid = g;
-  const LocalEdgeRule er = edge_rule(edge);
-  const long ry = dim > 1 ? r : 0, rz = dim > 2 ? r : 0, wx = 2 * r + 1, wy = 2 * ry + 1;
-  attnphys::parallel_for(
-      "attnphys::cond_local", long(fout.extent(0)), KOKKOS_LAMBDA(long t) {
-        const long b = t / len, n = t - b * len, i = n % grid.nx, j = (n / grid.nx) % grid.ny,
-                   k = n / (grid.nx * grid.ny);
-        T acc = 0;
-        for (long sz = -rz; sz <= rz; ++sz) {
-          int sgz = 1;
-          const long kk = local_axis(k, sz, grid.nz, grid.pz, er, sgz);
-          for (long sy = -ry; sy <= ry; ++sy) {
-            int sgy = sgz;
-            const long jj = local_axis(j, sy, grid.ny, grid.py, er, sgy);
-            for (long sx = -r; sx <= r; ++sx) {
-              int sg = sgy;
-              const long ii = local_axis(i, sx, grid.nx, grid.px, er, sg);
-              const T v = fin(b * len + (kk * grid.ny + jj) * grid.nx + ii);
-              acc += w(t, ((sz + rz) * wy + sy + ry) * wx + sx + r) * (sg < 0 ? -v : v);
-            }
-          }
-        }
-        fout(t) += acc;
-      });
-}
-
-// The local term's backward: dw(t, s) = g(t) σ(t, s) û(nb(t, s)) and du(n) += Σ_{t, s: nb(t, s) = n} σ(t, s) w(t, s)
-// g(t), the latter gathered per n over the tokens within r cells of n along each axis (a mirrored neighbour is
-// within r cells too; every token once, also when a periodic axis has fewer than 2r + 1 points), so no two threads
-// write one value.
-template <class T>
-void local_backward(const View2<T>& dw, const View1<T>& du, const View2<T>& w, const View1<T>& fin,
-                    const View1<T>& g, long len, long r, int dim, const SurrogateGrid& gr, LocalEdge edge) {
-  const SurrogateGrid grid = gr;
-  const LocalEdgeRule er = edge_rule(edge);
-  const long ry = dim > 1 ? r : 0, rz = dim > 2 ? r : 0, wx = 2 * r + 1, wy = 2 * ry + 1;
-  const long tokens = fin.extent(0);
-  attnphys::parallel_for("attnphys::cond_local_dw", tokens, KOKKOS_LAMBDA(long t) {
-        const long b = t / len, n = t - b * len, i = n % grid.nx, j = (n / grid.nx) % grid.ny,
-                   k = n / (grid.nx * grid.ny);
-        const T gt = g(t);
-        for (long sz = -rz; sz <= rz; ++sz) {
-          int sgz = 1;
-          const long kk = local_axis(k, sz, grid.nz, grid.pz, er, sgz);
-          for (long sy = -ry; sy <= ry; ++sy) {
-            int sgy = sgz;
-            const long jj = local_axis(j, sy, grid.ny, grid.py, er, sgy);
-            for (long sx = -r; sx <= r; ++sx) {
-              int sg = sgy;
-              const long ii = local_axis(i, sx, grid.nx, grid.px, er, sg);
-              const T v = gt * fin(b * len + (kk * grid.ny + jj) * grid.nx + ii);
-              dw(t, ((sz + rz) * wy + sy + ry) * wx + sx + r) = sg < 0 ? -v : v;
-            }
-          }
-        }
-      });
-  attnphys::parallel_for("attnphys::cond_local_du", tokens, KOKKOS_LAMBDA(long t) {
-        const long b = t / len, n = t - b * len, i = n % grid.nx, j = (n / grid.nx) % grid.ny,
-                   k = n / (grid.nx * grid.ny);
-        // Candidates along an axis: all points of a periodic axis shorter than the window, else the window.
-        const bool ax = grid.px && grid.nx <= wx, ay = grid.py && grid.ny <= wy, az = grid.pz && grid.nz <= 2 * rz + 1;
-        const long kx = ax ? grid.nx : wx, ky = ay ? grid.ny : wy, kz = az ? grid.nz : 2 * rz + 1;
-        T acc = 0;
-        for (long cz = 0; cz < kz; ++cz) {
-          long qz = az ? cz : k - rz + cz;
-          if (!az) {
-            if (grid.pz)
-              qz = local_axis(qz, 0, grid.nz, true);
-            else if (qz < 0 || qz >= grid.nz)
-              continue;
-          }
-          for (long cy = 0; cy < ky; ++cy) {
-            long qy = ay ? cy : j - ry + cy;
-            if (!ay) {
-              if (grid.py)
-                qy = local_axis(qy, 0, grid.ny, true);
-              else if (qy < 0 || qy >= grid.ny)
-                continue;
-            }
-            for (long cx = 0; cx < kx; ++cx) {
-              long qx = ax ? cx : i - r + cx;
-              if (!ax) {
-                if (grid.px)
-                  qx = local_axis(qx, 0, grid.nx, true);
-                else if (qx < 0 || qx >= grid.nx)
-                  continue;
-              }
-              const long q = b * len + (qz * grid.ny + qy) * grid.nx + qx;
-              for (long sz = -rz; sz <= rz; ++sz) {
-                int sgz = 1;
-                if (local_axis(qz, sz, grid.nz, grid.pz, er, sgz) != k) continue;
-                for (long sy = -ry; sy <= ry; ++sy) {
-                  int sgy = sgz;
-                  if (local_axis(qy, sy, grid.ny, grid.py, er, sgy) != j) continue;
-                  for (long sx = -r; sx <= r; ++sx) {
-                    int sg = sgy;
-                    if (local_axis(qx, sx, grid.nx, grid.px, er, sg) == i) {
-                      const T v = w(q, ((sz + rz) * wy + sy + ry) * wx + sx + r) * g(q);
-                      acc += sg < 0 ? -v : v;
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        du(t) += acc;
-      });
-}
 
 // Conditioning columns [φ (2·M·dim harmonics), the C channels, (s)] of every token; the channels' stencil
 // differences follow (written by stencil_features with first_field = 1).
