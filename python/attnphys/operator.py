@@ -69,7 +69,8 @@ _TRANSFORMER = {"d_model": "d_model", "n_heads": "n_heads", "n_layers": "n_layer
                 "attention": "attention", "n_slices": "n_slices", "final_norm": "final_norm", "stencil": "stencil"}
 _KERNEL = {"n_heads": "kernel_heads", "n_layers": "kernel_layers", "d_k": "kernel_dk"}
 _CONDITIONED = dict(_KERNEL, d_model="d_model", stencil="stencil", local_radius="local_radius",
-                    local_edge="local_edge", condition_on_field="condition_on_field")
+                    local_edge="local_edge", channel_window="channel_window",
+                    condition_on_field="condition_on_field")
 # Option keys in C++ messages -> the keyword to change.
 _MESSAGE_NAMES = {"model.kernel_heads": "n_heads", "model.kernel_dk": "d_k", "model.kernel_layers": "n_layers",
                   "optimizer.kind": "optimizer", "schedule.kind": "schedule", "data.channels": "channels",
@@ -186,7 +187,8 @@ class Surrogate:
         central differences join the conditioning, never u's); local_radius (r > 0 adds a conditioned local term
         sum_s w_s(z_i) u_(i+s) over the (2r+1)^dim neighbours, still linear in u; 0: none); local_edge (what that
         term reads beyond a non-periodic edge: "clamp", the edge value; "odd", minus the cell mirrored across the
-        edge face, for zero Dirichlet sides; "even", that cell, for zero-flux sides); condition_on_field (u
+        edge face, for zero Dirichlet sides; "even", that cell, for zero-flux sides); channel_window (w > 0: each
+        channel's values at the (2w+1)^dim neighbours join the conditioning; regular grids); condition_on_field (u
         itself joins the conditioning: a quasi-linear A(u) u for nonlinear kappa(u), where no channel carries kappa;
         then no channel is needed).
     conserve: every prediction keeps its input's mean exactly (periodic or zero-flux heat without sources).
@@ -206,7 +208,7 @@ class Surrogate:
 
     def __init__(self, kind="transformer", *, d_model=32, n_heads=4, n_layers=1, d_ff=64, attention="dense",
                  n_slices=None, final_norm=False, stencil=False, d_k=16, local_radius=0, local_edge="clamp",
-                 coords="harmonics",
+                 channel_window=0, coords="harmonics",
                  harmonics=4, coord_features=16, coord_sigma=1.0, channels=(), dt_input=False, conserve=False,
                  condition_on_field=False, dim=2, lengths=None, bc="periodic", dtype="float32", seed=0, **unknown):
         w = "Surrogate"
@@ -240,6 +242,7 @@ class Surrogate:
                  "final_norm": _bool(w, "final_norm", final_norm), "stencil": _bool(w, "stencil", stencil),
                  "d_k": _int(w, "d_k", d_k, 1), "local_radius": _int(w, "local_radius", local_radius, 0),
                  "local_edge": _str(w, "local_edge", local_edge, ("clamp", "odd", "even")),
+                 "channel_window": _int(w, "channel_window", channel_window, 0),
                  "coords": _str(w, "coords", coords, ("harmonics", "fourier", "none")),
                  "harmonics": _int(w, "harmonics", harmonics, 1),
                  "coord_features": _int(w, "coord_features", coord_features, 1),
@@ -252,7 +255,8 @@ class Surrogate:
         defaults = Surrogate._defaults()
         for name, value in given.items():
             if name not in own and name not in _COMMON and value != defaults.get(name, value):
-                other = "kernel" if kind == "transformer" else "transformer"
+                other = next(k for k, m in (("transformer", _TRANSFORMER), ("conditioned", _CONDITIONED),
+                                            ("kernel", _KERNEL)) if name in m and k != kind)
                 raise Error(f"{w}: {name}={value!r} applies to kind='{other}', not kind='{kind}' (which takes "
                             f"{', '.join(sorted(set(own) | set(_COMMON)))})")
         options = {"model.kind": kind}
@@ -270,7 +274,8 @@ class Surrogate:
         d = _s.model_defaults()
         return {"d_model": d["d_model"], "n_heads": d["n_heads"], "n_layers": d["n_layers"], "d_ff": d["d_ff"],
                 "attention": d["attention"], "final_norm": d["final_norm"], "stencil": d["stencil"],
-                "d_k": d["kernel_dk"], "local_radius": d["local_radius"],
+                "d_k": d["kernel_dk"], "local_radius": d["local_radius"], "local_edge": d["local_edge"],
+                "channel_window": d["channel_window"],
                 "coords": d["coords"], "harmonics": d["harmonics"], "coord_features": d["coord_features"],
                 "coord_sigma": d["coord_sigma"], "dt_input": d["dt_input"], "conserve": d["conserve"],
                 "condition_on_field": d["condition_on_field"], "kernel_heads": d["kernel_heads"],

@@ -94,6 +94,7 @@ py::dict to_dict(const training::SurrogateOptions& o) {
   d["kernel_dk"] = o.kernel_dk;
   d["local_radius"] = o.local_radius;
   d["local_edge"] = std::string(enum_name(o.local_edge));
+  d["channel_window"] = o.channel_window;
   d["kernel_layers"] = o.kernel_layers;
   d["d_model"] = o.encoder.d_model;
   d["n_heads"] = o.encoder.n_heads;

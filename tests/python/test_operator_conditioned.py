@@ -71,3 +71,20 @@ def test_local_edge_from_python(tmp_path):
         Surrogate("conditioned", local_edge="mirror", **kw)
     with pytest.raises(attnphys.Error, match="local_radius"):
         Surrogate("conditioned", d_model=8, harmonics=2, channels=("kappa",), local_edge="odd")
+
+
+def test_channel_window_from_python(tmp_path):
+    # channel_window = w: kappa's values at the (2w+1)^2 - 1 neighbours join the conditioning (wider first layer),
+    # kept through save/load; it belongs to the conditioned kind only.
+    u0, u1, kappa = _data()
+    kw = dict(d_model=8, n_heads=2, d_k=8, harmonics=2, channels=("kappa",), local_radius=1)
+    plain, wide = Surrogate("conditioned", **kw), Surrogate("conditioned", channel_window=1, **kw)
+    assert wide.n_parameters > plain.n_parameters
+    Trainer(wide, lr=1e-2, steps=10, batch=8, eval_every=10).fit(u0[:16], u1[:16], channels={"kappa": kappa[:16]})
+    pred = wide.predict(u0[16:], kappa=kappa[16:])
+    wide.save(str(tmp_path / "w.h5"))
+    back = Surrogate.load(str(tmp_path / "w.h5"))
+    assert back.options["channel_window"] == 1
+    assert np.array_equal(back.predict(u0[16:], kappa=kappa[16:]), pred)
+    with pytest.raises(attnphys.Error, match="channel_window=1 applies to kind='conditioned'"):
+        Surrogate("transformer", channel_window=1)

@@ -276,6 +276,18 @@ TEST(HeatTraining3d, MirroredEdgesGradientsAndWhereTheyApply) {
       EXPECT_LT(wp, 1e-7) << "edge " << int(e) << " r " << r;
       EXPECT_LT(wi, 1e-7) << "edge " << int(e) << " r " << r;
     }
+  // model.channel_window: the channel's neighbours join the conditioning (no gradient flows into them; the wider
+  // conditioning changes the parameter shapes).
+  {
+    SurrogateOptions so = cond3(0, 1);
+    so.kernel_layers = 1;
+    so.channel_window = 1;
+    so.local_edge = LocalEdge::Odd;
+    double wp = 1, wi = 1;
+    gradient_errors(so, g, lengths, &wp, &wi);
+    EXPECT_LT(wp, 1e-7);
+    EXPECT_LT(wi, 1e-7);
+  }
   // One layer, r = 1, the same parameters and input under the three rules: the mirrored cell of a first-neighbour
   // read is the edge cell itself, so even equals clamp everywhere; odd differs exactly at the tokens on a
   // non-periodic edge (x = 0 or 3, z = 0 or 4) and nowhere else.

@@ -173,3 +173,38 @@ TYPED_TEST(SurrogateKernelsOnSpace, StencilFeaturesAreTheirDefinitionAndTheGradi
     EXPECT_NEAR(dot(test::host_values(du), v), rhs, 1e-8 * std::max(1.0, std::abs(rhs))) << dim << "D";
   }
 }
+
+TYPED_TEST(SurrogateKernelsOnSpace, ChannelWindowHoldsTheNeighboursValues) {
+  using Space = TypeParam;
+  using V2 = typename TestFixture::V2;
+  for (const auto& gc : grids())
+    for (long w : {1L, 2L}) {
+      const SurrogateGrid& g = gc.g;
+      const long len = points(g), T = kBatch * len, C = 2, e1 = 2 * w + 1;
+      const long S = gc.dim == 1 ? e1 : gc.dim == 2 ? e1 * e1 : e1 * e1 * e1, col0 = 1, width = col0 + C * (S - 1);
+      const auto extra = randn(T * C, 10);
+      V2 f("f", T, width);
+      channel_window_features<double, Space>(f, col0, test::on_space<Space>(extra, T, C), C, len, w, gc.dim, g);
+      const auto fv = test::host_values(f);
+      const long wy = gc.dim > 1 ? w : 0, wz = gc.dim > 2 ? w : 0;
+      for (long t = 0; t < T; ++t) {
+        const long b = t / len, n = t % len, i = n % g.nx, j = (n / g.nx) % g.ny, k = n / (g.nx * g.ny);
+        long slot = 0;
+        for (long sz = -wz; sz <= wz; ++sz)
+          for (long sy = -wy; sy <= wy; ++sy)
+            for (long sx = -w; sx <= w; ++sx) {
+              if (sx == 0 && sy == 0 && sz == 0) continue;
+              int sign = 1;  // mirrored like an even edge: the sign stays 1
+              const long q = b * len +
+                             (neighbour(k, sz, g.nz, g.pz, LocalEdge::Even, sign) * g.ny +
+                              neighbour(j, sy, g.ny, g.py, LocalEdge::Even, sign)) * g.nx +
+                             neighbour(i, sx, g.nx, g.px, LocalEdge::Even, sign);
+              for (long c = 0; c < C; ++c)
+                EXPECT_EQ(fv[t * width + col0 + c * (S - 1) + slot], extra[q * C + c])
+                    << gc.dim << "D w " << w << " token " << t << " offset " << slot;
+              ++slot;
+            }
+        EXPECT_EQ(fv[t * width], 0.0);  // columns before col0 are left alone
+      }
+    }
+}

@@ -97,6 +97,10 @@ void SurrogateOptions::declare(OptionSet& set) {
           "conditioned with model.local_radius > 0: what the local stencil reads beyond a non-periodic edge: clamp "
           "(the edge value repeated), odd (minus the mirrored cell: zero Dirichlet sides) or even (the mirrored "
           "cell: zero-flux sides)");
+  set.add("model.channel_window", &channel_window,
+          "conditioned: the channels' values at the (2w+1)^dim neighbours of each token join its conditioning "
+          "(regular grids; 0: the channels at the token only)",
+          Range::non_negative());
   set.add("model.dt_input", &dt_input, "feed the horizon Δt/Δt_base (train with several data.horizons)");
   set.add("model.condition_on_field", &condition_on_field,
           "conditioned: the field itself conditions the attention too (quasi-linear A(u) u, for nonlinear κ(u))");
@@ -131,6 +135,8 @@ void SurrogateOptions::validate() const {
   require(!condition_on_field || kind == K::Conditioned, "model.condition_on_field conditions the attention of ",
           "model.kind = conditioned on the field: set model.kind = conditioned (the transformer kind sees the field ",
           "anyway) or model.condition_on_field = false");
+  require(channel_window == 0 || kind == K::Conditioned, "model.channel_window widens the conditioning of ",
+          "model.kind = conditioned: set model.kind = conditioned or model.channel_window = 0");
   require(local_edge == LocalEdge::Clamp || local_radius > 0, "model.local_edge sets what the conditioned local ",
           "stencil reads beyond an edge: set model.local_radius > 0 (and model.kind = conditioned), or leave "
           "model.local_edge = clamp");
@@ -176,7 +182,13 @@ template <class T>
 long HeatSurrogate<T>::cond_width() const {
   const long C = opt_.extra_inputs();
   return 2 * opt_.harmonics * dim_ + C + (opt_.dt_input ? 1 : 0) + (opt_.stencil ? C * 2 * dim_ : 0) +
-         (opt_.condition_on_field ? 1 : 0);
+         C * (window_size() - 1) + (opt_.condition_on_field ? 1 : 0);
+}
+
+template <class T>
+long HeatSurrogate<T>::window_size() const {
+  const long w = 2 * opt_.channel_window + 1;
+  return dim_ > 2 ? w * w * w : dim_ > 1 ? w * w : w;
 }
 
 template <class T>
@@ -890,7 +902,7 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
   conditioning_features<T>(c.cond, extra, opt_.dt_input ? ops::ConstVec<T>(c.shift) : ops::ConstVec<T>(), coords, len,
                            opt_.harmonics, lens);
   const long S = local_size();
-  if ((opt_.stencil || S > 0) && (c.grid_key != coords.data() || c.grid_len != len)) {
+  if ((opt_.stencil || S > 0 || opt_.channel_window > 0) && (c.grid_key != coords.data() || c.grid_len != len)) {
     c.grid = infer_grid<T>(coords, len, dim_, lengths_);
     c.grid_key = coords.data();
     c.grid_len = len;
@@ -899,6 +911,9 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
     stencil_features<T>(c.cond, F + C + (opt_.dt_input ? 1 : 0), ops::ConstVec<T>(), extra, C, len, dim_, c.grid, lens,
                         1);
   }
+  if (opt_.channel_window > 0)  // after the stencil columns, before û (condition_on_field: the last column)
+    channel_window_features<T>(c.cond, F + C + (opt_.dt_input ? 1 : 0) + (opt_.stencil ? C * 2 * dim_ : 0), extra, C,
+                               len, opt_.channel_window, dim_, c.grid);
   if (opt_.condition_on_field) {  // û, the last column of c
     const auto cf = c.cond;
     const long col = Fc - 1;

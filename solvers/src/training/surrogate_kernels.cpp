@@ -237,6 +237,34 @@ void local_backward(const MatOn<T, Space>& dw, const ops::VecOn<T, Space>& du, c
       });
 }
 
+template <class T, class Space>
+void channel_window_features(const MatOn<T, Space>& f, long col0, const ConstMatOn<T, Space>& extra, long C,
+                             long len, long w, int dim, const SurrogateGrid& g) {
+  const SurrogateGrid grid = g;
+  const LocalEdgeRule mirror{true, 1};
+  const long wy = dim > 1 ? w : 0, wz = dim > 2 ? w : 0, ex = 2 * w + 1, ey = 2 * wy + 1;
+  const long S = ex * ey * (2 * wz + 1), centre = (S - 1) / 2;
+  attnphys::parallel_for<Space>(
+      "attnphys::surrogate_channel_window", long(f.extent(0)), KOKKOS_LAMBDA(long t) {
+        const long b = t / len, n = t - b * len, i = n % grid.nx, j = (n / grid.nx) % grid.ny,
+                   k = n / (grid.nx * grid.ny);
+        for (long sz = -wz; sz <= wz; ++sz) {
+          int unused = 1;
+          const long kk = local_axis(k, sz, grid.nz, grid.pz, mirror, unused);
+          for (long sy = -wy; sy <= wy; ++sy) {
+            const long jj = local_axis(j, sy, grid.ny, grid.py, mirror, unused);
+            for (long sx = -w; sx <= w; ++sx) {
+              const long s = ((sz + wz) * ey + sy + wy) * ex + sx + w;
+              if (s == centre) continue;
+              const long q = b * len + (kk * grid.ny + jj) * grid.nx + local_axis(i, sx, grid.nx, grid.px, mirror, unused);
+              const long slot = s < centre ? s : s - 1;
+              for (long c = 0; c < C; ++c) f(t, col0 + c * (S - 1) + slot) = extra(q, c);
+            }
+          }
+        }
+      }, 16);
+}
+
 // Every kernel for T = float and double on every enabled execution space.
 #define ATTNPHYS_SURROGATE_KERNELS(T, S)                                                                          \
   template void stencil_features<T, S>(const MatOn<T, S>&, long, const ops::ConstVecOn<T, S>&,                   \
@@ -248,7 +276,9 @@ void local_backward(const MatOn<T, Space>& dw, const ops::VecOn<T, Space>& du, c
                                     long, long, int, const SurrogateGrid&, LocalEdge);                           \
   template void local_backward<T, S>(const MatOn<T, S>&, const ops::VecOn<T, S>&, const ConstMatOn<T, S>&,       \
                                      const ops::ConstVecOn<T, S>&, const ops::ConstVecOn<T, S>&, long, long, int, \
-                                     const SurrogateGrid&, LocalEdge);
+                                     const SurrogateGrid&, LocalEdge);                                            \
+  template void channel_window_features<T, S>(const MatOn<T, S>&, long, const ConstMatOn<T, S>&, long, long, long, \
+                                              int, const SurrogateGrid&);
 #define ATTNPHYS_SURROGATE_KERNELS_ON(S) ATTNPHYS_SURROGATE_KERNELS(float, S) ATTNPHYS_SURROGATE_KERNELS(double, S)
 ATTNPHYS_FOR_EACH_SPACE(ATTNPHYS_SURROGATE_KERNELS_ON)
 

@@ -43,6 +43,10 @@
 //          32³ = 32768 tokens affords on a CPU (the per-sample N² attention there costs about a second per sample
 //          and head for the forward pass alone on one core). 3D grids: harmonics per axis (x, y, z), offsets
 //          (2r+1)³ with x fastest, then y, then z.
+//          Channel window (model.channel_window = w > 0, regular grids): the conditioning also holds every channel's
+//          values at the (2w+1)^dim − 1 neighbours of the token (x fastest; wrapped on periodic axes, mirrored across
+//          the edge face on the others), so that a local stencil's weights can depend on κ around the token, as the
+//          heat map's coefficients do, and not only on κ and its central differences at the token.
 //          Field conditioning (model.condition_on_field): û_i is one more column of c_i (the last), so q, k, g and
 //          the mixing depend on the field and ŷ = A(û) û is quasi-linear, the structure of u_t = ∇·(κ(u)∇u): the
 //          conditioned operator for nonlinear diffusion, where no channel carries κ. Not linear in û any more.
@@ -135,6 +139,8 @@ struct SurrogateOptions {
   bool local_softmax = false;       // conditioned + local_radius: the stencil weights are a softmax over the
                                     // (2r+1)^dim offsets and replace b0·û (see below)
   LocalEdge local_edge = LocalEdge::Clamp;  // conditioned + local_radius: reads beyond a non-periodic edge
+  long channel_window = 0;          // conditioned: each channel's values at the (2w+1)^dim neighbours join the
+                                    // conditioning (regular grids; 0: the channel at the token only)
   long extra_channels = 0;          // not a key: extra input channels per token (set from data.channels by the run)
   bool dt_input = false;            // the horizon τ = Δt/Δt_base as an input (see above)
   bool conserve = false;            // project every output onto the input's mean (see below)
@@ -253,6 +259,7 @@ class HeatSurrogate {
                        const ops::Vec<T>& du) const;
   long cond_width() const;  // Fc: conditioning features per token
   long local_size() const;  // (2r+1)^dim offsets of the local term, 0 without it
+  long window_size() const;  // (2w+1)^dim offsets of the channel window (1 without it)
   std::string cp(long l) const { return "cond." + std::to_string(l) + "."; }
   std::string head_ = "head.";
   // The parameter blocks, resolved once in declare(): forward and backward look up no names. Per layer l the

@@ -35,6 +35,13 @@ template <class T, class Space = ExecSpace>
 void stencil_input_gradient(const ops::VecOn<T, Space>& du, const ConstMatOn<T, Space>& df, long col0, long len,
                             int dim, const SurrogateGrid& g, AxisLengths lengths);
 
+// model.channel_window: columns col0.. of f get, for each channel c of extra and each offset s of {−w..w}^dim but the
+// centre (x fastest), the channel's value at the neighbour (wrapped on periodic axes, the cell mirrored across the
+// edge face on the others): column col0 + c·(S − 1) + (s, skipping the centre), S = (2w+1)^dim.
+template <class T, class Space = ExecSpace>
+void channel_window_features(const MatOn<T, Space>& f, long col0, const ConstMatOn<T, Space>& extra, long C,
+                             long len, long w, int dim, const SurrogateGrid& g);
+
 // The conditioned local term: fout(t) += Σ_s w(t, s) σ(t, s) fin(nb(t, s)) over the offsets s ∈ {−r..r}^dim (index
 // ((sz + rz)(2ry + 1) + sy + ry)(2r + 1) + sx + r, x fastest), nb the grid neighbour (wrapped on periodic axes; beyond
 // a non-periodic edge as `edge` says: the edge cell, or the cell mirrored across the edge face) and σ = −1 per odd
