@@ -69,7 +69,7 @@ _TRANSFORMER = {"d_model": "d_model", "n_heads": "n_heads", "n_layers": "n_layer
                 "attention": "attention", "n_slices": "n_slices", "final_norm": "final_norm", "stencil": "stencil"}
 _KERNEL = {"n_heads": "kernel_heads", "n_layers": "kernel_layers", "d_k": "kernel_dk"}
 _CONDITIONED = dict(_KERNEL, d_model="d_model", stencil="stencil", local_radius="local_radius",
-                    local_edge="local_edge", channel_window="channel_window",
+                    local_edge="local_edge", channel_window="channel_window", layer_repeat="layer_repeat",
                     condition_on_field="condition_on_field")
 # Option keys in C++ messages -> the keyword to change.
 _MESSAGE_NAMES = {"model.kernel_heads": "n_heads", "model.kernel_dk": "d_k", "model.kernel_layers": "n_layers",
@@ -188,7 +188,9 @@ class Surrogate:
         sum_s w_s(z_i) u_(i+s) over the (2r+1)^dim neighbours, still linear in u; 0: none); local_edge (what that
         term reads beyond a non-periodic edge: "clamp", the edge value; "odd", minus the cell mirrored across the
         edge face, for zero Dirichlet sides; "even", that cell, for zero-flux sides); channel_window (w > 0: each
-        channel's values at the (2w+1)^dim neighbours join the conditioning; regular grids); condition_on_field (u
+        channel's values at the (2w+1)^dim neighbours join the conditioning; regular grids); layer_repeat (K > 1,
+        with n_heads=0 and local_radius > 0: each layer's stencil update runs K times with the same weights, like K
+        explicit steps of a learned scheme, for diffusion lengths of several cells per step); condition_on_field (u
         itself joins the conditioning: a quasi-linear A(u) u for nonlinear kappa(u), where no channel carries kappa;
         then no channel is needed).
     conserve: every prediction keeps its input's mean exactly (periodic or zero-flux heat without sources).
@@ -208,7 +210,7 @@ class Surrogate:
 
     def __init__(self, kind="transformer", *, d_model=32, n_heads=4, n_layers=1, d_ff=64, attention="dense",
                  n_slices=None, final_norm=False, stencil=False, d_k=16, local_radius=0, local_edge="clamp",
-                 channel_window=0, coords="harmonics",
+                 channel_window=0, layer_repeat=1, coords="harmonics",
                  harmonics=4, coord_features=16, coord_sigma=1.0, channels=(), dt_input=False, conserve=False,
                  condition_on_field=False, dim=2, lengths=None, bc="periodic", dtype="float32", seed=0, **unknown):
         w = "Surrogate"
@@ -236,13 +238,16 @@ class Surrogate:
             channels = (channels,)
         channels = tuple(_str(w, "channels", c) for c in channels)
         seed = _int(w, "seed", seed, 0)
-        given = {"d_model": _int(w, "d_model", d_model, 1), "n_heads": _int(w, "n_heads", n_heads, 1),
+        # n_heads = 0: the conditioned kind without global attention (its local stencil alone)
+        given = {"d_model": _int(w, "d_model", d_model, 1),
+                 "n_heads": _int(w, "n_heads", n_heads, 0 if kind == "conditioned" else 1),
                  "n_layers": _int(w, "n_layers", n_layers, 1), "d_ff": _int(w, "d_ff", d_ff, 0),
                  "attention": _str(w, "attention", attention),
                  "final_norm": _bool(w, "final_norm", final_norm), "stencil": _bool(w, "stencil", stencil),
                  "d_k": _int(w, "d_k", d_k, 1), "local_radius": _int(w, "local_radius", local_radius, 0),
                  "local_edge": _str(w, "local_edge", local_edge, ("clamp", "odd", "even")),
                  "channel_window": _int(w, "channel_window", channel_window, 0),
+                 "layer_repeat": _int(w, "layer_repeat", layer_repeat, 1),
                  "coords": _str(w, "coords", coords, ("harmonics", "fourier", "none")),
                  "harmonics": _int(w, "harmonics", harmonics, 1),
                  "coord_features": _int(w, "coord_features", coord_features, 1),
@@ -275,7 +280,7 @@ class Surrogate:
         return {"d_model": d["d_model"], "n_heads": d["n_heads"], "n_layers": d["n_layers"], "d_ff": d["d_ff"],
                 "attention": d["attention"], "final_norm": d["final_norm"], "stencil": d["stencil"],
                 "d_k": d["kernel_dk"], "local_radius": d["local_radius"], "local_edge": d["local_edge"],
-                "channel_window": d["channel_window"],
+                "channel_window": d["channel_window"], "layer_repeat": d["layer_repeat"],
                 "coords": d["coords"], "harmonics": d["harmonics"], "coord_features": d["coord_features"],
                 "coord_sigma": d["coord_sigma"], "dt_input": d["dt_input"], "conserve": d["conserve"],
                 "condition_on_field": d["condition_on_field"], "kernel_heads": d["kernel_heads"],

@@ -95,6 +95,7 @@ py::dict to_dict(const training::SurrogateOptions& o) {
   d["local_radius"] = o.local_radius;
   d["local_edge"] = std::string(enum_name(o.local_edge));
   d["channel_window"] = o.channel_window;
+  d["layer_repeat"] = o.layer_repeat;
   d["kernel_layers"] = o.kernel_layers;
   d["d_model"] = o.encoder.d_model;
   d["n_heads"] = o.encoder.n_heads;

@@ -88,3 +88,21 @@ def test_channel_window_from_python(tmp_path):
     assert np.array_equal(back.predict(u0[16:], kappa=kappa[16:]), pred)
     with pytest.raises(attnphys.Error, match="channel_window=1 applies to kind='conditioned'"):
         Surrogate("transformer", channel_window=1)
+
+
+def test_layer_repeat_from_python(tmp_path):
+    # layer_repeat = K: each layer's stencil update runs K times with the same weights (no new parameters; a
+    # different map), kept through save/load; refused with global attention on.
+    u0, u1, kappa = _data()
+    kw = dict(d_model=8, n_heads=0, harmonics=2, channels=("kappa",), local_radius=1, local_edge="odd")
+    one, rep = Surrogate("conditioned", **kw), Surrogate("conditioned", layer_repeat=3, **kw)
+    assert rep.n_parameters == one.n_parameters
+    Trainer(rep, lr=1e-2, steps=10, batch=8, eval_every=10).fit(u0[:16], u1[:16], channels={"kappa": kappa[:16]})
+    pred = rep.predict(u0[16:], kappa=kappa[16:])
+    assert np.all(np.isfinite(pred))
+    rep.save(str(tmp_path / "r.h5"))
+    back = Surrogate.load(str(tmp_path / "r.h5"))
+    assert back.options["layer_repeat"] == 3
+    assert np.array_equal(back.predict(u0[16:], kappa=kappa[16:]), pred)
+    with pytest.raises(attnphys.Error, match="layer_repeat"):
+        Surrogate("conditioned", layer_repeat=2, d_model=8, n_heads=2, channels=("kappa",), local_radius=1)

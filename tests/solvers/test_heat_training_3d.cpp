@@ -159,7 +159,7 @@ struct Grid3 {
 // J = Σ w ŷ: the worst relative error of every parameter's and every input value's gradient against central
 // differences, for a conditioned 3D model at a random point.
 void gradient_errors(const SurrogateOptions& so, const Grid3& g, const std::vector<double>& lengths, double* wp,
-                     double* wi) {
+                     double* wi, double eps = 1e-5, double spread = 0.3) {
   HeatSurrogate<double> model(so, 3, lengths);
   ParameterBuffer<double> buf;
   model.declare(buf);
@@ -168,7 +168,7 @@ void gradient_errors(const SurrogateOptions& so, const Grid3& g, const std::vect
   std::mt19937_64 rng(5);
   std::normal_distribution<double> nd(0.0, 1.0);
   auto p0 = buf.get_host();
-  for (auto& x : p0) x += 0.3 * nd(rng);
+  for (auto& x : p0) x += spread * nd(rng);
   buf.set_host(p0);
   const long B = 2, N = g.points(), C = so.extra_channels;
   View1<double> u("u", B * N), out("out", B * N), dout("dout", B * N), du("du", B * N), tau("tau", B);
@@ -198,7 +198,7 @@ void gradient_errors(const SurrogateOptions& so, const Grid3& g, const std::vect
   model.backward(cache, dout, buf, du);
   const auto grads = buf.get_host(Slot::Grads);
   const auto dus = to_host(du);
-  const double eps = 1e-5;  // the sums over (2r+1)^3 neighbours are large: a wider step keeps round-off down
+  // eps: the sums over (2r+1)^3 neighbours are large, a wider step keeps round-off down (1e-5 by default)
   *wp = 0;
   *wi = 0;
   for (std::size_t i = 0; i < p0.size(); ++i) {
@@ -332,6 +332,107 @@ TEST(HeatTraining3d, MirroredEdgesGradientsAndWhereTheyApply) {
     else
       EXPECT_EQ(odd[t], clamp[t]) << "token " << t;
   }
+}
+
+TEST(HeatTraining3d, RepeatedLayerUpdatesGradientsAndEquivalence) {
+  // model.layer_repeat = K: each layer's update runs K times with the same weights. Gradients through it (the
+  // weights' gradients sum over the K updates), with odd edges, and with the softmax stencil.
+  const Grid3 g(4, 3, 5);
+  const std::vector<double> lengths{2.0, 0.75, 2.5};
+  for (bool softmax : {false, true}) {
+    SurrogateOptions so = cond3(0, 1);  // two layers, three updates each: six compositions of random stencils
+    so.layer_repeat = 3;                 // amplify the field, and the differences' round-off with it, so the
+    so.local_edge = LocalEdge::Odd;      // parameters are drawn closer to their start (the identity map)
+    so.local_softmax = softmax;
+    double wp = 1, wi = 1;
+    gradient_errors(so, g, lengths, &wp, &wi, 1e-5, 0.1);
+    EXPECT_LT(wp, 1e-7) << "softmax " << softmax;
+    EXPECT_LT(wi, 1e-7) << "softmax " << softmax;
+  }
+  // One layer repeated 3 times is three layers with the same weights: the same output, and the repeated model's
+  // weight gradient is the sum of the three layers' gradients.
+  const long N = g.points();
+  std::mt19937_64 rng(17);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  View1<double> u("u", N), dout("dout", N), du("du", N), tau("tau", 1);
+  View2<double> ex("ex", N, 1);
+  {
+    auto hu = Kokkos::create_mirror_view(u);
+    auto hd = Kokkos::create_mirror_view(dout);
+    auto he = Kokkos::create_mirror_view(ex);
+    for (long t = 0; t < N; ++t) {
+      hu(t) = nd(rng);
+      hd(t) = nd(rng);
+      he(t, 0) = nd(rng);
+    }
+    Kokkos::deep_copy(u, hu);
+    Kokkos::deep_copy(dout, hd);
+    Kokkos::deep_copy(ex, he);
+    Kokkos::deep_copy(tau, 1.0);
+  }
+  SurrogateOptions rep = cond3(0, 1), wide = cond3(0, 1);
+  rep.kernel_layers = 1;
+  rep.layer_repeat = 3;
+  wide.kernel_layers = 3;
+  for (SurrogateOptions* so : {&rep, &wide}) so->local_edge = LocalEdge::Odd;
+  HeatSurrogate<double> mr(rep, 3, lengths), mw(wide, 3, lengths);
+  ParameterBuffer<double> br, bw;
+  mr.declare(br);
+  mw.declare(bw);
+  br.allocate();
+  bw.allocate();
+  mr.init(br, 3);
+  auto pr = br.get_host();
+  for (auto& x : pr) x += 0.3 * nd(rng);
+  br.set_host(pr);
+  auto pw = bw.get_host();
+  for (const auto& b : bw.blocks()) {  // cond.w1, cond.b1 as they are; every cond.l.* from cond.0.*
+    std::string from = b.name;
+    if (from.rfind("cond.", 0) == 0 && from.size() > 6 && from[6] == '.') from[5] = '0';
+    const auto& a = br.block(from);
+    ASSERT_EQ(a.size, b.size) << b.name;
+    std::copy(pr.begin() + a.offset, pr.begin() + a.offset + a.size, pw.begin() + b.offset);
+  }
+  bw.set_host(pw);
+  View1<double> outr("outr", N), outw("outw", N), duw("duw", N);
+  SurrogateCache<double> cr, cw;
+  mr.forward(outr, cr, u, ex, g.coords, 1, N, br, tau);
+  mw.forward(outw, cw, u, ex, g.coords, 1, N, bw, tau);
+  br.zero_grads();
+  bw.zero_grads();
+  mr.backward(cr, dout, br, du);
+  mw.backward(cw, dout, bw, duw);
+  const auto hr = to_host(outr), hw = to_host(outw), dr = to_host(du), dw = to_host(duw);
+  double scale = 0;
+  for (long t = 0; t < N; ++t) scale = std::max(scale, std::abs(hw(t)));
+  ASSERT_GT(scale, 0.1);
+  for (long t = 0; t < N; ++t) {
+    EXPECT_NEAR(hr(t), hw(t), 1e-12 * scale) << "token " << t;
+    EXPECT_NEAR(dr(t), dw(t), 1e-10) << "token " << t;
+  }
+  const auto gr = br.get_host(Slot::Grads), gw = bw.get_host(Slot::Grads);
+  for (const auto& a : br.blocks()) {
+    for (long i = 0; i < a.size; ++i) {
+      double sum = 0;
+      if (a.name.rfind("cond.0.", 0) == 0) {
+        for (int l = 0; l < 3; ++l) {
+          std::string to = a.name;
+          to[5] = char('0' + l);
+          sum += gw[std::size_t(bw.block(to).offset + i)];
+        }
+      } else {
+        sum = gw[std::size_t(bw.block(a.name).offset + i)];
+      }
+      EXPECT_NEAR(gr[std::size_t(a.offset + i)], sum, 1e-10 * std::max(1.0, std::abs(sum))) << a.name << " " << i;
+    }
+  }
+  // Where it applies: with global attention, or without a local stencil, the option is refused.
+  SurrogateOptions bad = cond3(1, 1);
+  bad.layer_repeat = 2;
+  EXPECT_THROW(bad.validate(), Error);
+  bad = cond3(0, 1);
+  bad.layer_repeat = 0;
+  EXPECT_THROW(bad.validate(), Error);
 }
 
 TEST(HeatTraining3d, SoftmaxStencilGradientsAndMaximumPrinciple) {

@@ -32,7 +32,9 @@ std::vector<GridCase> grids() {
   b.nx = 4, b.ny = 3, b.nz = 5, b.hx = 0.25, b.hy = 0.3, b.hz = 0.2, b.px = true;
   SurrogateGrid c;  // 1D, open
   c.nx = 7, c.hx = 1.0 / 7;
-  return {{2, a}, {3, b}, {1, c}};
+  SurrogateGrid d;  // 2D, x open, y periodic, large enough for interior tokens at r = 2 (the transposed stencil)
+  d.nx = 9, d.ny = 8, d.hx = 1.0 / 9, d.hy = 0.125, d.px = false, d.py = true;
+  return {{2, a}, {3, b}, {1, c}, {2, d}};
 }
 long points(const SurrogateGrid& g) { return g.nx * g.ny * g.nz; }
 

@@ -101,6 +101,11 @@ void SurrogateOptions::declare(OptionSet& set) {
           "conditioned: the channels' values at the (2w+1)^dim neighbours of each token join its conditioning "
           "(regular grids; 0: the channels at the token only)",
           Range::non_negative());
+  set.add("model.layer_repeat", &layer_repeat,
+          "conditioned with model.kernel_heads = 0: each layer's κ-conditioned update (b0·u + local stencil + e) is "
+          "applied K times with the same weights, like K explicit steps of a learned scheme (receptive field "
+          "K·layers·r cells for K times the stencil work; the conditioning network runs once per layer)",
+          Range::at_least(1));
   set.add("model.dt_input", &dt_input, "feed the horizon Δt/Δt_base (train with several data.horizons)");
   set.add("model.condition_on_field", &condition_on_field,
           "conditioned: the field itself conditions the attention too (quasi-linear A(u) u, for nonlinear κ(u))");
@@ -140,6 +145,11 @@ void SurrogateOptions::validate() const {
   require(local_edge == LocalEdge::Clamp || local_radius > 0, "model.local_edge sets what the conditioned local ",
           "stencil reads beyond an edge: set model.local_radius > 0 (and model.kind = conditioned), or leave "
           "model.local_edge = clamp");
+  require(layer_repeat >= 1, "model.layer_repeat must be >= 1, got ", layer_repeat);
+  require(layer_repeat == 1 || (kind == K::Conditioned && kernel_heads == 0 && local_radius > 0),
+          "model.layer_repeat = ", layer_repeat, " repeats the local update of model.kind = conditioned with the ",
+          "global attention off: set model.kind = conditioned, model.kernel_heads = 0 and model.local_radius > 0, or ",
+          "model.layer_repeat = 1");
   require(local_radius == 0 || kind == K::Conditioned, "model.local_radius adds a κ-conditioned local stencil to ",
           "model.kind = conditioned only: set model.kind = conditioned or model.local_radius = 0");
   require(kind != K::Kernel || !stencil, "model.stencil adds nonlinear token features; model.kind = kernel is linear ",
@@ -938,7 +948,8 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
   for (auto* v : {&c.cq, &c.ck, &c.cg, &c.cv, &c.cm, &c.com, &c.clse}) v->resize(L);
   for (auto* v : {&c.cqh, &c.ckh, &c.cvh, &c.coh, &c.cp}) v->resize(L);
   c.cw.resize(S > 0 ? L : 0);
-  c.field.resize(L + 1);
+  const long K = opt_.layer_repeat;  // > 1 only with H = 0 and S > 0 (validated)
+  c.field.resize(L * K + 1);
   grow_view(c.field[0], "attnphys::cond_field", tokens);
   Kokkos::deep_copy(c.field[0], View1<const T>(u.data(), tokens));
   ops::ScoreSpec<T> spec;
@@ -958,7 +969,7 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
     ops::linear_forward<T>(c.cg[l], c.cz, params.view2(pre.wv), params.view1(pre.bv));
     {
       const auto v = c.cv[l], g = c.cg[l];
-      const auto fl = c.field[l];
+      const auto fl = c.field[l * K];
       attnphys::parallel_for(
           "attnphys::cond_values", tokens, KOKKOS_LAMBDA(long t) {
             for (long f = 0; f < HD; ++f) v(t, f) = g(t, f) * fl(t);
@@ -979,10 +990,17 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
     ops::sdpa_forward<T>(c.coh[l], c.cp[l], c.clse[l], c.cqh[l], c.ckh[l], c.cvh[l], spec, c.ws);
     ops::merge_heads<T>(c.com[l], 0, c.coh[l], batch, H);
     }
-    grow_view(c.field[l + 1], "attnphys::cond_field", tokens);
+    if (S > 0) {
+      grow_view(c.cw[l], "attnphys::cond_w", tokens, S);
+      ops::linear_forward<T>(c.cw[l], c.cz, params.view2(pre.wl), params.view1(pre.bl));
+      if (opt_.local_softmax) ops::softmax_forward<T>(c.cw[l], c.cw[l]);
+    }
+    for (long k = 0; k < K; ++k) {  // model.layer_repeat: the same update K times (field index l·K + k)
+    const long fi = l * K + k;
+    grow_view(c.field[fi + 1], "attnphys::cond_field", tokens);
     {
       const auto m = c.cm[l], om = c.com[l];
-      const auto fin = c.field[l], fout = c.field[l + 1];
+      const auto fin = c.field[fi], fout = c.field[fi + 1];
       const bool b0 = !opt_.local_softmax;  // the softmax stencil replaces b0·û
       attnphys::parallel_for("attnphys::cond_combine", tokens, KOKKOS_LAMBDA(long t) {
             // (the b0 form written exactly as without model.local_softmax, so that it rounds the same)
@@ -991,14 +1009,11 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
             fout(t) = acc;
           });
     }
-    if (S > 0) {
-      grow_view(c.cw[l], "attnphys::cond_w", tokens, S);
-      ops::linear_forward<T>(c.cw[l], c.cz, params.view2(pre.wl), params.view1(pre.bl));
-      if (opt_.local_softmax) ops::softmax_forward<T>(c.cw[l], c.cw[l]);
-      local_forward<T>(c.field[l + 1], c.cw[l], c.field[l], len, opt_.local_radius, dim_, c.grid, opt_.local_edge);
+    if (S > 0)
+      local_forward<T>(c.field[fi + 1], c.cw[l], c.field[fi], len, opt_.local_radius, dim_, c.grid, opt_.local_edge);
     }
   }
-  Kokkos::deep_copy(View1<T>(out.data(), tokens), c.field[L]);
+  Kokkos::deep_copy(View1<T>(out.data(), tokens), c.field[L * K]);
 }
 
 template <class T>
@@ -1024,15 +1039,21 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
   grow_view(c.cdv3, "attnphys::cond_dv3", batch * H, len, dk);
   grow_view(c.cdo3, "attnphys::cond_do3", batch * H, len, dk);
   const long S = local_size();
+  const long K = opt_.layer_repeat;  // > 1 only with H = 0 and S > 0 (validated)
   require(S == 0 || long(c.cw.size()) == L, "heat surrogate backward: no conditioned forward pass to differentiate");
+  require(long(c.field.size()) == L * K + 1, "heat surrogate backward: no conditioned forward pass to differentiate");
   if (S > 0) grow_view(c.cdw, "attnphys::cond_dw", tokens, S);
+  if (S > 0 && K > 1) grow_view(c.cdw_sum, "attnphys::cond_dw_sum", tokens, S);
   ops::ScoreSpec<T> spec;
   spec.heads = H;
   for (long l = L - 1; l >= 0; --l) {
     const LayerTensors& pre = layer_t_[std::size_t(l)];
+    for (long k = K - 1; k >= 0; --k) {  // model.layer_repeat: the K updates of the layer, last first
+    const long fi = l * K + k;
+    const bool last = k == K - 1;  // the first gradient of the layer: assign, then accumulate
     {  // ŷ = b0 û + Σ A ⊙ O + e: the mixing coefficients' and the head outputs' gradients, û's direct part
       const auto m = c.cm[l], om = c.com[l], dm = c.cdm, dO = c.cdo;
-      const auto fin = c.field[l];
+      const auto fin = c.field[fi];
       const View1<T> gg = g, gprev = gp;
       const bool b0 = !opt_.local_softmax;
       attnphys::parallel_for("attnphys::cond_combine_backward", tokens, KOKKOS_LAMBDA(long t) {
@@ -1041,10 +1062,22 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
               dm(t, f) = gt * om(t, f);
               dO(t, f) = gt * m(t, f);
             }
-            dm(t, HD) = b0 ? gt * fin(t) : T(0);
-            dm(t, HD + 1) = gt;
+            const T db0 = b0 ? gt * fin(t) : T(0);
+            dm(t, HD) = last ? db0 : dm(t, HD) + db0;
+            dm(t, HD + 1) = last ? gt : dm(t, HD + 1) + gt;
             gprev(t) = b0 ? gt * m(t, HD) : T(0);
           });
+    }
+    if (S > 0) {  // the local term's adjoint into û; its weights' gradient, summed over the K updates
+      local_backward<T>(c.cdw, gp, c.cw[l], c.field[fi], g, len, opt_.local_radius, dim_, c.grid, opt_.local_edge);
+      if (K > 1) {
+        const auto dw = c.cdw, sum = c.cdw_sum;
+        attnphys::parallel_for("attnphys::cond_dw_sum", tokens, KOKKOS_LAMBDA(long t) {
+              for (long s = 0; s < S; ++s) sum(t, s) = last ? dw(t, s) : sum(t, s) + dw(t, s);
+            });
+      }
+    }
+    if (k > 0) std::swap(g, gp);
     }
     const auto lin = [&](const ParamRef& w, const ParamRef& b, const View2<T>& dy) {
       ops::linear_backward<T>(c.dz, params.view2(w, Slot::Grads), params.view1(b, Slot::Grads), dy, c.cz,
@@ -1059,7 +1092,7 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
     ops::merge_heads<T>(c.cdv, 0, c.cdv3, batch, H);
     {  // v = g ⊙ û
       const auto dv = c.cdv, dg = c.cdg, gv = c.cg[l];
-      const auto fin = c.field[l];
+      const auto fin = c.field[l * K];
       const View1<T> gprev = gp;
       attnphys::parallel_for("attnphys::cond_values_backward", tokens, KOKKOS_LAMBDA(long t) {
             T acc = 0;
@@ -1076,11 +1109,10 @@ void HeatSurrogate<T>::conditioned_backward(SurrogateCache<T>& c, const ops::Con
     lin(pre.wv, pre.bv, c.cdg);
     }
     lin(pre.wm, pre.bm, c.cdm);
-    if (S > 0) {  // the local term: its weights' gradient and its adjoint into û
-      local_backward<T>(c.cdw, gp, c.cw[l], c.field[l], g, len, opt_.local_radius, dim_, c.grid,
-                        opt_.local_edge);
-      if (opt_.local_softmax) ops::softmax_backward<T>(c.cdw, c.cdw, c.cw[l]);
-      lin(pre.wl, pre.bl, c.cdw);
+    if (S > 0) {  // the local term's weights (its adjoint into û ran above)
+      const View2<T> dw = K > 1 ? c.cdw_sum : c.cdw;
+      if (opt_.local_softmax) ops::softmax_backward<T>(dw, dw, c.cw[l]);
+      lin(pre.wl, pre.bl, dw);
     }
     if (l > 0)
       std::swap(g, gp);

@@ -190,6 +190,31 @@ void local_backward(const MatOn<T, Space>& dw, const ops::VecOn<T, Space>& du, c
         const bool ax = grid.px && grid.nx <= wx, ay = grid.py && grid.ny <= wy, az = grid.pz && grid.nz <= 2 * rz + 1;
         const long kx = ax ? grid.nx : wx, ky = ay ? grid.ny : wy, kz = az ? grid.nz : 2 * rz + 1;
         T acc = 0;
+        // Away from the edges (r cells or more from a non-periodic edge; a periodic axis longer than the window),
+        // token q = t − s reads t at offset s and nothing else reads t: du(t) = Σ_s w(t − s, s) g(t − s), the
+        // transposed stencil, without the search below.
+        const bool fx = grid.px ? grid.nx > wx : (i >= r && i + r < grid.nx);
+        const bool fy = grid.py ? grid.ny > wy : (j >= ry && j + ry < grid.ny);
+        const bool fz = grid.pz ? grid.nz > 2 * rz + 1 : (k >= rz && k + rz < grid.nz);
+        if (fx && fy && fz) {
+          for (long sz = -rz; sz <= rz; ++sz) {
+            long qz = k - sz;
+            qz = qz < 0 ? qz + grid.nz : (qz >= grid.nz ? qz - grid.nz : qz);
+            for (long sy = -ry; sy <= ry; ++sy) {
+              long qy = j - sy;
+              qy = qy < 0 ? qy + grid.ny : (qy >= grid.ny ? qy - grid.ny : qy);
+              const long row = b * len + (qz * grid.ny + qy) * grid.nx;
+              const long s0 = ((sz + rz) * wy + sy + ry) * wx + r;
+              for (long sx = -r; sx <= r; ++sx) {
+                long qx = i - sx;
+                qx = qx < 0 ? qx + grid.nx : (qx >= grid.nx ? qx - grid.nx : qx);
+                acc += w(row + qx, s0 + sx) * g(row + qx);
+              }
+            }
+          }
+          du(t) += acc;
+          return;
+        }
         for (long cz = 0; cz < kz; ++cz) {
           long qz = az ? cz : k - rz + cz;
           if (!az) {

@@ -47,6 +47,11 @@
 //          values at the (2w+1)^dim − 1 neighbours of the token (x fastest; wrapped on periodic axes, mirrored across
 //          the edge face on the others), so that a local stencil's weights can depend on κ around the token, as the
 //          heat map's coefficients do, and not only on κ and its central differences at the token.
+//          Repeated updates (model.layer_repeat = K > 1, with model.kernel_heads = 0): each layer's update
+//          û ← b0 û + Σ_s w_s û_{i+s} + e runs K times with the same κ-conditioned weights (the conditioning network
+//          runs once per layer), like K explicit steps of a learned scheme: the receptive field grows to K·L·r cells
+//          for K times the stencil work, which is what a diffusion length of several cells per horizon needs. The
+//          weights' gradients sum over the K updates. K = 1 (default) computes exactly as before.
 //          Field conditioning (model.condition_on_field): û_i is one more column of c_i (the last), so q, k, g and
 //          the mixing depend on the field and ŷ = A(û) û is quasi-linear, the structure of u_t = ∇·(κ(u)∇u): the
 //          conditioned operator for nonlinear diffusion, where no channel carries κ. Not linear in û any more.
@@ -141,6 +146,8 @@ struct SurrogateOptions {
   LocalEdge local_edge = LocalEdge::Clamp;  // conditioned + local_radius: reads beyond a non-periodic edge
   long channel_window = 0;          // conditioned: each channel's values at the (2w+1)^dim neighbours join the
                                     // conditioning (regular grids; 0: the channel at the token only)
+  long layer_repeat = 1;            // conditioned, kernel_heads = 0, local_radius > 0: each layer's update applied
+                                    // K times with the same weights (see below)
   long extra_channels = 0;          // not a key: extra input channels per token (set from data.channels by the run)
   bool dt_input = false;            // the horizon τ = Δt/Δt_base as an input (see above)
   bool conserve = false;            // project every output onto the input's mean (see below)
@@ -184,7 +191,7 @@ struct SurrogateCache {
   std::vector<View3<T>> qh, kh, p, o;
   View3<T> dp, dqh, dkh, dout3;
   View2<T> dqc, dkc, du;
-  std::vector<View1<T>> field;  // input field of layer l, [B*N] (field[L] = output)
+  std::vector<View1<T>> field;  // input field of update l·K + k (K = model.layer_repeat), [B*N] (field[L·K] = output)
   View1<T> shift;               // dt_input: s = τ − 1 per sample [B]
   // conditioned kind: conditioning c [B*N, Fc], MLP pre-activation [B*N, d], z = [h, c] [B*N, d + Fc]; per layer
   // l: q, k, value gains g, values v = g ⊙ û, mixing m [B*N, H*dk (+2 for m)], merged head outputs om [B*N, H*dk],
@@ -194,6 +201,7 @@ struct SurrogateCache {
   std::vector<View3<T>> cqh, ckh, cvh, coh, cp;
   std::vector<View2<T>> cw;  // local_radius > 0: per layer the stencil weights w(z) [B*N, (2r+1)^dim]
   View2<T> cdw;
+  View2<T> cdw_sum;  // model.layer_repeat > 1: the local weights' gradient summed over a layer's K updates
   View3<T> cdq3, cdk3, cdv3, cdo3;
   View2<T> cdq, cdk, cdv, cdg, cdm, cdo, cdpre;
   ops::AttentionScratch<T> ws;
