@@ -323,7 +323,13 @@ void tile_softmax_backward(T* ds, const T* p, const Tile& t, const T* rowdot, co
     defined(__GNUC__) && (defined(__AVX2__) || defined(__AVX512F__))
 #define ATTNPHYS_FUSED_SDPA 1
 namespace fused {
-constexpr int kVecBytes = 64;
+// One vector register of T and the number of vector registers: AVX-512 has 32 of 64 bytes, AVX2 16 of 32. (64-byte
+// vectors on an AVX2 target were lowered to stack traffic: a main-job step took 1.6 s there instead of ~0.05 s.)
+#if defined(__AVX512F__)
+constexpr int kVecBytes = 64, kVecRegs = 32;
+#else
+constexpr int kVecBytes = 32, kVecRegs = 16;
+#endif
 template <class T>
 struct Simd {
   typedef T type __attribute__((vector_size(kVecBytes)));
@@ -414,7 +420,7 @@ KOKKOS_FORCEINLINE_FUNCTION void score_block(T* s, const T (&a)[R][DH], const T*
   long ch = 0;
   // Two chunks at a time where the registers allow: 2R independent accumulators instead of R (R chains of
   // dependent FMAs sat at the FMA latency), and each broadcast a[r][c] serves two vectors.
-  if constexpr (R <= 8) {
+  if constexpr (2 * R + 2 <= kVecRegs) {
     for (; ch + 2 <= chunks; ch += 2) {
       V acc0[R], acc1[R];
       for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = V{};
@@ -498,7 +504,8 @@ void forward(T* o, T* lse, const T* q, const T* kt, const T* v, long nbh, long n
             m[r] = m_new;
           }
           long j = 0;
-          if constexpr (R * NV <= 8) {  // two keys at a time into a second set of accumulators (see score_block)
+          // Two keys at a time into a second set of accumulators (see score_block), where the registers allow.
+          if constexpr (2 * R * NV + 2 * NV <= kVecRegs) {
             V acc2[R][NV];
             for (int r = 0; r < R; ++r)
               for (int w = 0; w < NV; ++w) acc2[r][w] = V{};
@@ -647,6 +654,15 @@ void run_backward(const Mat3On<T, Space>& dq, const Mat3On<T, Space>& dk, const 
 }
 }  // namespace fused
 #endif
+
+long fused_attention_lanes(std::size_t element_bytes) {
+#ifdef ATTNPHYS_FUSED_SDPA
+  return fused::kVecBytes / long(element_bytes);
+#else
+  (void)element_bytes;
+  return 0;
+#endif
+}
 
 // The bf16 (AMX) kernels run on the default execution space of a host build only (their threads are the host
 // pool's).

@@ -70,7 +70,8 @@ double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
 
 template <class T>
 void expect_fused_equals_blocked(double tol) {
-  constexpr long lanes = 64 / long(sizeof(T));  // one 64-byte vector
+  const long lanes = ops::fused_attention_lanes(sizeof(T));  // one vector of the fused kernels
+  if (lanes == 0) GTEST_SKIP() << "this build has no fused attention kernels";
   struct Shape {
     long nbh, n, dh;
   };

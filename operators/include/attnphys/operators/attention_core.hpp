@@ -81,7 +81,8 @@ struct AttentionScratch {
   long min_tile_rows = 64;
   // Tiled mode on host builds for AVX2/AVX-512 CPUs: the fused register-blocked kernels (one Kokkos kernel for the
   // forward, one for the backward, no score gemms) when the scores are plain (no mask, no bias) and dh is 1, 2 or 4
-  // vectors (16, 32, 64 floats; 8, 16, 32 doubles). false: always the blocked gemm path (the tests' reference).
+  // vectors (fused_attention_lanes: on AVX-512 16, 32, 64 floats or 8, 16, 32 doubles; on AVX2 8, 16, 32 floats or
+  // 4, 8, 16 doubles). false: always the blocked gemm path (the tests' reference).
   bool fused = true;
   // bf16 softmax attention on Intel AMX (operators/src/attention_amx.hpp): the tiled kind in float32 with head
   // width 16 and plain scores; products in bf16 with float32 accumulation, the softmax in float32. Set from
@@ -90,6 +91,10 @@ struct AttentionScratch {
   Kokkos::View<std::uint16_t*, HostSpace> bf16_buf;
   std::uint16_t* ensure_bf16(long n);
 };
+
+// Elements of T in one vector of the fused attention kernels (16 floats on AVX-512 targets, 8 on AVX2); 0 where
+// this build has no fused kernels (device builds, other CPUs).
+long fused_attention_lanes(std::size_t element_bytes);
 
 // Whether the bf16 (AMX) attention kernels can run in this process, and why not.
 bool bf16_attention_available();
