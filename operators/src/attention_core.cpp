@@ -354,6 +354,9 @@ KOKKOS_FORCEINLINE_FUNCTION void store(T* p, const V& v) {
   *reinterpret_cast<typename Unaligned<V>::type*>(p) = v;
 }
 constexpr long kKeys = 128;  // keys per block of the online softmax (a multiple of every lane count)
+// Query rows per work item for dh = 2 vectors: with 16 registers, 6 rows give 12 independent accumulators (two
+// per FMA pipe and latency) where 4 gave 8.
+constexpr int kRows2 = kVecRegs >= 32 ? 4 : 6;
 
 // Horizontal maximum and sum of one vector, as a tree (depth log2 L, not a chain of L dependent operations).
 template <class T, class V>
@@ -464,12 +467,11 @@ void forward(T* o, T* lse, const T* q, const T* kt, const T* v, long nbh, long n
           const long i = i0 + r < n ? i0 + r : n - 1;
           for (int c = 0; c < DH; ++c) qs[r][c] = q[(bh * n + i) * DH + c] * scale;
         }
-        V acc[R][NV], l[R];  // output rows and the running sums (kept as L partial sums)
-        T m[R];
+        V acc[R][NV];  // output rows
+        T m[R], l[R];  // running maxima and sums
         for (int r = 0; r < R; ++r) {
           for (int w = 0; w < NV; ++w) acc[r][w] = V{};
-          m[r] = T(0);
-          l[r] = V{};
+          m[r] = l[r] = T(0);
         }
         T s[R * kKeys];
         const T* ktb = kt + bh * DH * np;
@@ -495,10 +497,10 @@ void forward(T* o, T* lse, const T* q, const T* kt, const T* v, long nbh, long n
               sum += ev;
             }
             if (j0 == 0) {
-              l[r] = sum;
+              l[r] = hsum<T>(sum);
             } else {
               const T alpha = fast_exp(m[r] - m_new);
-              l[r] = l[r] * alpha + sum;
+              l[r] = l[r] * alpha + hsum<T>(sum);
               for (int w = 0; w < NV; ++w) acc[r][w] *= alpha;
             }
             m[r] = m_new;
@@ -532,7 +534,7 @@ void forward(T* o, T* lse, const T* q, const T* kt, const T* v, long nbh, long n
         }
         for (int r = 0; r < R && i0 + r < n; ++r) {
           const long i = i0 + r;
-          const T sum = hsum<T>(l[r]), inv = T(1) / sum;
+          const T sum = l[r], inv = T(1) / sum;
           for (int w = 0; w < NV; ++w) store(o + (bh * n + i) * DH + w * L, acc[r][w] * inv);
           lse[bh * n + i] = m[r] + math::log(sum);
         }
@@ -586,24 +588,55 @@ void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const 
                 store(dsr + ch * L, e * (load<V>(dsr + ch * L) - dr[r]) * scale);
               }
             }
-            for (long j = 0; j < kb; ++j) {
-              T* dvr = dvb + (j0 + j) * DH;
-              T* dkr = dkb + (j0 + j) * DH;
-              const T* kr = kb_rows + (j0 + j) * DH;
-              for (int w = 0; w < NV; ++w) {
-                V a = load<V>(dvr + w * L), b = load<V>(dkr + w * L);
-                const V kv = load<V>(kr + w * L);
-                for (int r = 0; r < R; ++r) {
-                  V dov, qv;
-                  __builtin_memcpy(&dov, &dor[r][w * L], sizeof(V));
-                  __builtin_memcpy(&qv, &qr[r][w * L], sizeof(V));
-                  a += p[r * kKeys + j] * dov;
-                  b += ds[r * kKeys + j] * qv;
-                  dqa[r][w] += ds[r * kKeys + j] * kv;
+            if constexpr (kVecRegs >= 32) {
+              // One pass over the keys for dv, dk and dq (the rows' dO and q read from L1 per key).
+              for (long j = 0; j < kb; ++j) {
+                T* dvr = dvb + (j0 + j) * DH;
+                T* dkr = dkb + (j0 + j) * DH;
+                const T* kr = kb_rows + (j0 + j) * DH;
+                for (int w = 0; w < NV; ++w) {
+                  V a = load<V>(dvr + w * L), b = load<V>(dkr + w * L);
+                  const V kv = load<V>(kr + w * L);
+                  for (int r = 0; r < R; ++r) {
+                    V dov, qv;
+                    __builtin_memcpy(&dov, &dor[r][w * L], sizeof(V));
+                    __builtin_memcpy(&qv, &qr[r][w * L], sizeof(V));
+                    a += p[r * kKeys + j] * dov;
+                    b += ds[r * kKeys + j] * qv;
+                    dqa[r][w] += ds[r * kKeys + j] * kv;
+                  }
+                  store(dvr + w * L, a);
+                  store(dkr + w * L, b);
                 }
-                store(dvr + w * L, a);
-                store(dkr + w * L, b);
               }
+            } else {
+              // 16 registers (AVX2): three passes, each with its R x NV operand block held in registers: dq += ds k
+              // (accumulators in dqa), dv += pᵀ dO and dk += dsᵀ q (the rows' dO, then q, in registers). One pass
+              // needed more registers than there are and was bound by the reloads of dO and q.
+              for (long j = 0; j < kb; ++j) {
+                const T* kr = kb_rows + (j0 + j) * DH;
+                for (int w = 0; w < NV; ++w) {
+                  const V kv = load<V>(kr + w * L);
+                  for (int r = 0; r < R; ++r) dqa[r][w] += ds[r * kKeys + j] * kv;
+                }
+              }
+              const auto outer = [&](T* acc, const T (&rows)[R][DH], const T* coef) {
+                V rv[R][NV];
+                for (int r = 0; r < R; ++r)
+                  for (int w = 0; w < NV; ++w) rv[r][w] = load<V>(&rows[r][w * L]);
+                for (long j = 0; j < kb; ++j) {
+                  T* ar = acc + (j0 + j) * DH;
+                  V a[NV];
+                  for (int w = 0; w < NV; ++w) a[w] = load<V>(ar + w * L);
+                  for (int r = 0; r < R; ++r) {
+                    const T c = coef[r * kKeys + j];
+                    for (int w = 0; w < NV; ++w) a[w] += c * rv[r][w];
+                  }
+                  for (int w = 0; w < NV; ++w) store(ar + w * L, a[w]);
+                }
+              };
+              outer(dvb, dor, p);
+              outer(dkb, qr, ds);
             }
           }
           for (int r = 0; r < R && i0 + r < n; ++r)
@@ -630,7 +663,7 @@ void run_forward(const Mat3On<T, Space>& o, const MatOn<T, Space>& lse, const Co
   T* kt = ws.ensure(ws.tile, nbh * dh * np, "attnphys::attention_tile");
   transpose_padded<T, Space>(kt, k.data(), nbh, n, np, dh);
   if (dh == L) forward<T, Space, 8, L>(o.data(), lse.data(), q.data(), kt, v.data(), nbh, n, np);
-  else if (dh == 2 * L) forward<T, Space, 4, 2 * L>(o.data(), lse.data(), q.data(), kt, v.data(), nbh, n, np);
+  else if (dh == 2 * L) forward<T, Space, kRows2, 2 * L>(o.data(), lse.data(), q.data(), kt, v.data(), nbh, n, np);
   else forward<T, Space, 4, 4 * L>(o.data(), lse.data(), q.data(), kt, v.data(), nbh, n, np);
 }
 
@@ -649,7 +682,7 @@ void run_backward(const Mat3On<T, Space>& dq, const Mat3On<T, Space>& dk, const 
     fn(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), kt, vt, lse.data(), rowdot, nbh, n, np);
   };
   if (dh == L) args(backward<T, Space, 8, L>);
-  else if (dh == 2 * L) args(backward<T, Space, 4, 2 * L>);
+  else if (dh == 2 * L) args(backward<T, Space, kRows2, 2 * L>);
   else args(backward<T, Space, 2, 4 * L>);
 }
 }  // namespace fused
