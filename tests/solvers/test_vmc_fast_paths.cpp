@@ -6,6 +6,7 @@
 // is covered by test_vmc_sampling; the discard schedule (burn-in on fresh chains, n_discard_continue after).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "attnphys/core/random.hpp"
@@ -122,6 +123,73 @@ TEST(IncrementalLogPsi, EqualsFullRecomputation) {
     psi.log_psi_from_reference(s2, p2, r4, i4);
     EXPECT_LT(max_diff(r3, r4), 1e-10) << "after update_reference, n " << c.n;
     EXPECT_LT(max_diff(i3, i4), 1e-10) << "after update_reference, n " << c.n;
+  }
+}
+
+TEST(IncrementalLogPsi, EqualsFullRecomputationAtEveryCompiledWidth) {
+  // The incremental kernel has compile-time versions for (d_model, d_ff) = (16, 32), (24, 48), (12, 24), (32, 64)
+  // (their vectors on the stack, SIMD where d_model is a multiple of the vector) and a run-time one (8, 16 above):
+  // each must equal the full evaluation, in float64 and float32.
+  for (long d : {12L, 16L, 24L, 32L, 20L}) {
+    auto o = one_block(2);
+    o.d_model = d;
+    o.n_heads = d % 8 == 0 ? 4 : 2;
+    o.hidden = 6;
+    o.init_std = 0.3;
+    const int n = 16;
+    const long R = 4, B = 17;
+    const auto ref = random_spins(R, n, 6);
+    View2<double> s("s", B, n);
+    View1<long> parent("parent", B);
+    {
+      auto hr = to_host(ref);
+      auto hs = Kokkos::create_mirror_view(s);
+      auto hp = Kokkos::create_mirror_view(parent);
+      for (long b = 0; b < B; ++b) {
+        hp(b) = b % R;
+        for (int i = 0; i < n; ++i) hs(b, i) = hr(b % R, i);
+        for (int f = 0; f <= int(b % 3); ++f) hs(b, (5 * b + 3 * f) % n) *= -1;
+      }
+      Kokkos::deep_copy(s, hs);
+      Kokkos::deep_copy(parent, hp);
+    }
+    {
+      TransformerAnsatz<double> psi(n, false, o);
+      ASSERT_TRUE(psi.incremental_enabled());
+      perturb(psi.parameters(), 11, 0.1);
+      psi.set_reference(ref);
+      View1<double> r1("r1", B), i1("i1", B), r2("r2", B), i2("i2", B);
+      psi.log_psi(s, r1, i1);
+      psi.log_psi_from_reference(s, parent, r2, i2);
+      EXPECT_LT(max_diff(r1, r2), 1e-10) << "d_model " << d;
+      EXPECT_LT(max_diff(i1, i2), 1e-10) << "d_model " << d;
+    }
+    {
+      TransformerAnsatz<float> psi(n, false, o);
+      ASSERT_TRUE(psi.incremental_enabled());
+      View2<float> sf("sf", B, n), rf("rf", R, n);
+      auto hs = to_host(s);
+      auto hr = to_host(ref);
+      auto hsf = Kokkos::create_mirror_view(sf);
+      auto hrf = Kokkos::create_mirror_view(rf);
+      for (long b = 0; b < B; ++b)
+        for (int i = 0; i < n; ++i) hsf(b, i) = float(hs(b, i));
+      for (long b = 0; b < R; ++b)
+        for (int i = 0; i < n; ++i) hrf(b, i) = float(hr(b, i));
+      Kokkos::deep_copy(sf, hsf);
+      Kokkos::deep_copy(rf, hrf);
+      psi.set_reference(rf);
+      View1<float> r1("r1", B), i1("i1", B), r2("r2", B), i2("i2", B);
+      psi.log_psi(sf, r1, i1);
+      psi.log_psi_from_reference(sf, parent, r2, i2);
+      auto h1 = to_host(r1), h2 = to_host(r2), j1 = to_host(i1), j2 = to_host(i2);
+      double w = 0, scale = 0;
+      for (long b = 0; b < B; ++b) {
+        w = std::max({w, double(std::abs(h1(b) - h2(b))), double(std::abs(j1(b) - j2(b)))});
+        scale = std::max(scale, double(std::abs(h1(b))));
+      }
+      EXPECT_LT(w, 2e-5 * std::max(1.0, scale)) << "float32, d_model " << d;
+    }
   }
 }
 

@@ -1154,11 +1154,16 @@ void TransformerAnsatz<T>::incremental_chunk(const View2<const T>& sigma, const 
   T* const z = z_.data();
   const T* sg = sigma.data();
   // One kernel for the block, the final norm and the pooling of every row (nothing per token leaves the row); the
-  // default widths (d 16, d_ff 32) and the doubled ones are compiled with constant trip counts.
+  // default widths (d 16, d_ff 32), the doubled ones and the study's sizes s and l (d 12 / 24, d_ff = 2 d) are
+  // compiled with constant trip counts.
   const bool keep = inc_keep_x1_;
   T* const kx = keep ? inc_x1_.data() : nullptr;
   if (d == 16 && k.dff == 32 && H <= 8)
     incremental_rows_kernel<16, 32>(k, parent, rows, lo, width, keep, kx, scr, z, sg);
+  else if (d == 24 && k.dff == 48 && H <= 8)
+    incremental_rows_kernel<24, 48>(k, parent, rows, lo, width, keep, kx, scr, z, sg);
+  else if (d == 12 && k.dff == 24 && H <= 8)
+    incremental_rows_kernel<12, 24>(k, parent, rows, lo, width, keep, kx, scr, z, sg);
   else if (d == 32 && k.dff == 64 && H <= 8)
     incremental_rows_kernel<32, 64>(k, parent, rows, lo, width, keep, kx, scr, z, sg);
   else
