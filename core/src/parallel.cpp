@@ -221,6 +221,13 @@ void set_num_threads(int n) {
   if (auto f = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(n);
 }
 
+int get_num_threads() {
+  if (host_pool_applies()) return host_threads();
+  using IntFn = int (*)();
+  if (auto f = reinterpret_cast<IntFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"))) return f();
+  return std::max(1, int(ExecSpace().concurrency()));
+}
+
 bool host_pool_applies() {
 #if defined(KOKKOS_ENABLE_SERIAL)
   return std::is_same<ExecSpace, Kokkos::Serial>::value;

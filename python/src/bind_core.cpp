@@ -125,8 +125,9 @@ void bind_core(py::module_& m) {
   m.def("set_num_threads", &set_num_threads, py::arg("n"),
         "threads for attnphys' host kernels (under Kokkos Serial) and for OpenBLAS, like torch.set_num_threads; "
         "results do not depend on it");
-  m.def("get_num_threads", []() { return host_pool_applies() ? host_threads() : 1; },
-        "threads of attnphys' host kernels (1 when Kokkos runs another backend, whose own threads do the work)");
+  m.def("get_num_threads", &get_num_threads,
+        "what set_num_threads sets: the threads of attnphys' host kernels under Kokkos Serial; with another backend "
+        "(whose own threads run the kernels) OpenBLAS' threads, so that saving and restoring it keeps the state");
   m.def("gemm", &gemm_py<double>, py::arg("a"), py::arg("b"), py::arg("trans_a") = false, py::arg("trans_b") = false);
   m.def("gemm", &gemm_py<float>, py::arg("a"), py::arg("b"), py::arg("trans_a") = false, py::arg("trans_b") = false);
   m.def("random_normal", [](long n, std::uint64_t seed, std::uint64_t stream) {

@@ -126,6 +126,7 @@ def test_thread_count_changes_nothing_but_speed():
     # differently (~1e-7 relative), hence a float32 tolerance.
     from attnphys import nn
     saved = attnphys.get_num_threads()
+    blas_before = attnphys.machine()["blas_threads"]
     rng = np.random.default_rng(5)
     x = rng.standard_normal((4, 64, 3)).astype(np.float32)
     dy = rng.standard_normal((4, 64, 32)).astype(np.float32)
@@ -133,6 +134,7 @@ def test_thread_count_changes_nothing_but_speed():
     try:
         for n in (1, 2, 3):
             attnphys.set_num_threads(n)
+            assert attnphys.get_num_threads() == n  # on every backend: what set_num_threads set
             if attnphys.info()["default_execution_space"] == "Serial":
                 assert attnphys.get_num_threads() == n
                 assert attnphys.machine()["host_threads"] == n
@@ -144,6 +146,9 @@ def test_thread_count_changes_nothing_but_speed():
             outs.append((y, enc.gradients()))
     finally:
         attnphys.set_num_threads(saved)
+    # Saving and restoring is the identity (on an OpenMP build get_num_threads said 1 while OpenBLAS ran 2 threads, so
+    # the restore left OpenBLAS on one thread and a later test's CLI-vs-Python bit-identity failed).
+    assert attnphys.get_num_threads() == saved and attnphys.machine()["blas_threads"] == blas_before
     for y, g in outs[1:]:
         np.testing.assert_allclose(y, outs[0][0], rtol=0, atol=2e-6 * np.abs(outs[0][0]).max())
         np.testing.assert_allclose(g, outs[0][1], rtol=0, atol=2e-6 * np.abs(outs[0][1]).max())

@@ -31,6 +31,10 @@ void set_host_threads(int n);    // n <= 0: back to the default above
 bool host_pool_applies();        // true when ExecSpace is Kokkos::Serial (the pool can be used at all)
 // Both the host pool and OpenBLAS (when it is the BLAS) to n threads, as torch.set_num_threads does for PyTorch.
 void set_num_threads(int n);
+// What set_num_threads controls, so that saving it and setting it back restores the state (torch's idiom): the host
+// pool's threads under Serial; with another backend, whose own threads run the kernels, OpenBLAS' threads (the
+// backend's concurrency when OpenBLAS is not the BLAS).
+int get_num_threads();
 
 namespace detail {
 // Runs body(ctx, begin, end) over disjoint chunks that cover [0, n), on the calling thread and the pool's.
