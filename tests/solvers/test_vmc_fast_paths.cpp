@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "attnphys/core/random.hpp"
 #include "attnphys/physics/spin/hamiltonian.hpp"
@@ -48,6 +49,25 @@ TransformerAnsatzOptions one_block(long patch) {
   o.seed = 3;
   o.chunk_tokens = 40;  // several chunks, the last one overlapping
   return o;
+}
+
+// B configurations from the R reference rows: row b is reference b % R (its parent) with the sites (a b + c f) % n
+// flipped for f = 0 .. b % 3.
+std::pair<View2<double>, View1<long>> flipped_rows(const View2<double>& ref, long B, int n, int a, int c) {
+  const long R = long(ref.extent(0));
+  View2<double> s("s", B, n);
+  View1<long> parent("parent", B);
+  auto hr = to_host(ref);
+  auto hs = Kokkos::create_mirror_view(s);
+  auto hp = Kokkos::create_mirror_view(parent);
+  for (long b = 0; b < B; ++b) {
+    hp(b) = b % R;
+    for (int i = 0; i < n; ++i) hs(b, i) = hr(b % R, i);
+    for (int f = 0; f <= b % 3; ++f) hs(b, (a * b + c * f) % n) *= -1;
+  }
+  Kokkos::deep_copy(s, hs);
+  Kokkos::deep_copy(parent, hp);
+  return {s, parent};
 }
 
 double max_diff(const View1<double>& a, const View1<double>& b) {
@@ -139,20 +159,7 @@ TEST(IncrementalLogPsi, EqualsFullRecomputationAtEveryCompiledWidth) {
     const int n = 16;
     const long R = 4, B = 17;
     const auto ref = random_spins(R, n, 6);
-    View2<double> s("s", B, n);
-    View1<long> parent("parent", B);
-    {
-      auto hr = to_host(ref);
-      auto hs = Kokkos::create_mirror_view(s);
-      auto hp = Kokkos::create_mirror_view(parent);
-      for (long b = 0; b < B; ++b) {
-        hp(b) = b % R;
-        for (int i = 0; i < n; ++i) hs(b, i) = hr(b % R, i);
-        for (int f = 0; f <= int(b % 3); ++f) hs(b, (5 * b + 3 * f) % n) *= -1;
-      }
-      Kokkos::deep_copy(s, hs);
-      Kokkos::deep_copy(parent, hp);
-    }
+    const auto [s, parent] = flipped_rows(ref, B, n, 5, 3);
     {
       TransformerAnsatz<double> psi(n, false, o);
       ASSERT_TRUE(psi.incremental_enabled());
@@ -376,20 +383,7 @@ TEST(IncrementalLogPsi, EqualsFullRecomputationWithSpinFlipAndReflection) {
     const long R = 4, B = 19;
     const auto ref = random_spins(R, n, 4);
     psi.set_reference(ref);
-    View2<double> s("s", B, n);
-    View1<long> parent("parent", B);
-    {
-      auto hr = to_host(ref);
-      auto hs = Kokkos::create_mirror_view(s);
-      auto hp = Kokkos::create_mirror_view(parent);
-      for (long b = 0; b < B; ++b) {
-        hp(b) = b % R;
-        for (int i = 0; i < n; ++i) hs(b, i) = hr(b % R, i);
-        for (int f = 0; f <= b % 3; ++f) hs(b, (5 * b + 7 * f) % n) *= -1;
-      }
-      Kokkos::deep_copy(s, hs);
-      Kokkos::deep_copy(parent, hp);
-    }
+    const auto [s, parent] = flipped_rows(ref, B, n, 5, 7);
     View1<double> r1("r1", B), i1("i1", B), r2("r2", B), i2("i2", B);
     psi.log_psi(s, r1, i1);
     psi.log_psi_from_reference(s, parent, r2, i2);
