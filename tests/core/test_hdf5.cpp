@@ -11,13 +11,14 @@
 
 #include "attnphys/core/hdf5_io.hpp"
 #include "attnphys/core/random.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 namespace fs = std::filesystem;
 
 namespace {
 std::string tmp_path(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("attnphys_test_" + std::to_string(::getpid()));
+  fs::path dir = attnphys::test::scratch_dir("hdf5");
   fs::create_directories(dir);
   return (dir / name).string();
 }

@@ -8,11 +8,12 @@
 
 #include "attnphys/core/error.hpp"
 #include "attnphys/core/logging.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 
 TEST(CsvLogger, FileAndTableAgree) {
-  const auto path = (std::filesystem::temp_directory_path() / ("log_" + std::to_string(::getpid()) + ".csv")).string();
+  const auto path = (attnphys::test::scratch_dir("logging") / "log.csv").string();
   {
     CsvLogger log(path, {"step", "loss"});
     log.row({1, 0.5});
@@ -43,8 +44,7 @@ TEST(Logging, FormatSeconds) {
 }
 
 TEST(CsvLogger, ResumeKeepsTheRowsUpToTheCheckpointAndDropsTheRest) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("attnphys_csv_resume_" +
-                                                                       std::to_string(::getpid()) + ".csv")).string();
+  const std::string path = (attnphys::test::scratch_dir("logging") / "csv_resume.csv").string();
   {
     attnphys::CsvLogger log(path, {"step", "loss"});
     for (int s = 1; s <= 5; ++s) log.row({double(s), 1.0 / s});

@@ -12,6 +12,7 @@
 #include "attnphys/core/error.hpp"
 #include "attnphys/core/hdf5_io.hpp"
 #include "attnphys/solvers/fd/heat_dataset.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 namespace fs = std::filesystem;
@@ -21,9 +22,7 @@ namespace {
 // A directory every rank agrees on (rank 0's pid), under the system temp directory.
 fs::path shared_dir(const std::string& name) {
   const Comm c = Comm::world();
-  double pid = double(::getpid());
-  c.broadcast(&pid, 1, 0);
-  auto d = fs::temp_directory_path() / ("attnphys_heat_dataset_mpi_" + std::to_string(long(pid))) / name;
+  const fs::path d = attnphys::test::scratch_root() / "heat_dataset_mpi" / name;
   if (c.is_root()) fs::create_directories(d);
   c.barrier();
   return d;
@@ -112,7 +111,7 @@ TEST(HeatDatasetMpi, AnOutputRankZeroCannotCreateFailsOnEveryRank) {
   EXPECT_THROW(fd::write_heat_dataset(p, ic, fd::HeatSolveOptions{}, o, "", {}, world), Error);
   world.barrier();
   EXPECT_FALSE(fs::exists(o.output));
-  if (world.is_root()) fs::remove_all(fs::path(o.output).parent_path().parent_path().parent_path());  // the pid dir
+  if (world.is_root()) fs::remove_all(fs::path(o.output).parent_path().parent_path());
 }
 
 TEST(HeatDatasetMpi, FamilyFilesAtTwoRanksEqualTheOneRankFileInEveryChannel) {

@@ -11,6 +11,7 @@
 #include "attnphys/core/error.hpp"
 #include "attnphys/core/hdf5_io.hpp"
 #include "attnphys/solvers/training/heat_training.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 using namespace attnphys::training;
@@ -18,13 +19,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A directory name every rank agrees on (rank 0's pid), under the system temp directory.
+// A directory every rank agrees on, under the run's scratch root (rank 0's pid).
 std::string shared_dir(const std::string& name) {
   const Comm c = Comm::world();
-  double pid = double(::getpid());
-  c.broadcast(&pid, 1, 0);
-  auto d = fs::temp_directory_path() / ("attnphys_heat_mpi_" + std::to_string(long(pid))) / name;
-  fs::create_directories(d);
+  auto d = attnphys::test::scratch_dir("heat_mpi/" + name);
   c.barrier();
   return d.string();
 }

@@ -8,6 +8,7 @@
 #include "attnphys/core/hdf5_io.hpp"
 #include "attnphys/physics/heat/initial_conditions.hpp"
 #include "attnphys/solvers/fd/heat_dataset.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 using namespace attnphys::heat;
@@ -128,7 +129,7 @@ TEST(HeatPairGenerator, OneDimensionalOverloadAndRefusals) {
 }
 
 TEST(HeatDataset, WritesThePdeBenchLayoutAndLeavesNothingWhenInterrupted) {
-  const fs::path dir = fs::temp_directory_path() / ("attnphys_heat_ds_" + std::to_string(::getpid()));
+  const fs::path dir = attnphys::test::scratch_dir("heat_ds");
   fs::create_directories(dir);
   auto p = make_problem(2, {8, 6, 1}, {1.0 / 8, 1.0 / 6, 1}, 1.0, "dirichlet");
   InitialConditionOptions ic;

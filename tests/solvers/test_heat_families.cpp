@@ -12,6 +12,7 @@
 #include "attnphys/physics/heat/families.hpp"
 #include "attnphys/physics/heat/initial_conditions.hpp"
 #include "attnphys/solvers/fd/heat_dataset.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 using namespace attnphys::heat;
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path temp_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("attnphys_families_" + std::to_string(::getpid())) / name;
+  auto d = attnphys::test::scratch_dir("families/" + name);
   fs::create_directories(d);
   return d;
 }

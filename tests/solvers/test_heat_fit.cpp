@@ -9,6 +9,7 @@
 
 #include "attnphys/core/hdf5_io.hpp"
 #include "attnphys/solvers/training/heat_fit.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 using namespace attnphys::training;
@@ -17,7 +18,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string run_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("attnphys_heat_fit_" + std::to_string(::getpid())) / name;
+  auto d = attnphys::test::scratch_dir("heat_fit/" + name);
   fs::create_directories(d);
   return d.string();
 }

@@ -17,6 +17,7 @@
 #include "attnphys/solvers/fd/heat_dataset.hpp"
 #include "attnphys/solvers/training/heat_file_solver.hpp"
 #include "attnphys/solvers/training/heat_training.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 using namespace attnphys::training;
@@ -25,7 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string run_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("attnphys_speed_families_" + std::to_string(::getpid())) / name;
+  auto d = attnphys::test::scratch_dir("speed_families/" + name);
   fs::create_directories(d);
   return d.string();
 }

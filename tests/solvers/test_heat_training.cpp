@@ -12,6 +12,7 @@
 #include "attnphys/core/hdf5_io.hpp"
 #include "attnphys/core/random.hpp"
 #include "attnphys/solvers/training/heat_training.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 using namespace attnphys::training;
@@ -25,7 +26,7 @@ void scale_into(const View1<double>& out, double a, const View1<double>& in) {
 }
 
 std::string run_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("attnphys_heat_" + std::to_string(::getpid())) / name;
+  auto d = attnphys::test::scratch_dir("heat/" + name);
   fs::create_directories(d);
   return d.string();
 }

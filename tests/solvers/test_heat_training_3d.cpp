@@ -16,6 +16,7 @@
 #include "attnphys/solvers/training/heat_fit.hpp"
 #include "attnphys/solvers/training/heat_training.hpp"
 #include "../../solvers/src/training/heat_eval.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 using namespace attnphys::training;
@@ -533,7 +534,7 @@ TEST(HeatTraining3d, LocalStencilIsTheExplicitStencilItIsGiven) {
 }
 
 TEST(HeatTraining3d, ConditionedRunBeatsTheFieldTransfersAndItsCheckpointPredictsEvalNumbers) {
-  const auto dir = (fs::temp_directory_path() / ("attnphys_heat3d_" + std::to_string(::getpid()))).string();
+  const auto dir = attnphys::test::scratch_dir("heat3d").string();
   HeatRunConfig c;
   c.data = family_3d(12);
   c.data.n_train = 96;
@@ -606,7 +607,7 @@ TEST(HeatTraining3d, ConditionedRunBeatsTheFieldTransfersAndItsCheckpointPredict
 
 TEST(HeatTraining3d, PairsFromA3dDatasetFileKeepTheirOrientationAndTrain) {
   // A file of `attnphys heat dataset` is [sample, t, x, y, z, 1] (x slowest); the pairs are [pair, (z·n + y)·n + x].
-  const auto dir = (fs::temp_directory_path() / ("attnphys_heat3d_file_" + std::to_string(::getpid()))).string();
+  const auto dir = attnphys::test::scratch_dir("heat3d_file").string();
   fs::create_directories(dir);
   const long n = 6, S = 10, nt = 3, P = n * n * n;
   const auto prob = heat::make_problem(3, {n, n, n}, {1.0 / n, 1.0 / n, 1.0 / n}, 1.0, "periodic");

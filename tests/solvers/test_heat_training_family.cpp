@@ -11,6 +11,7 @@
 #include "attnphys/solvers/fd/nonlinear_heat.hpp"
 #include "attnphys/solvers/training/heat_training.hpp"
 #include "../../solvers/src/training/heat_eval.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 using namespace attnphys::training;
@@ -156,7 +157,7 @@ TEST(HeatTrainingFamily, RefusesWhatCannotWork) {
 }
 
 TEST(HeatTrainingFamily, ConditionedModelTrainsAndEvaluatesOnTheFamily) {
-  const auto dir = (fs::temp_directory_path() / ("attnphys_family_" + std::to_string(::getpid()))).string();
+  const auto dir = attnphys::test::scratch_dir("family").string();
   HeatRunConfig c;
   c.data = family_2d();
   c.data.dim = 1;

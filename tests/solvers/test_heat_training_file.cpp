@@ -15,6 +15,7 @@
 #include "attnphys/core/random.hpp"
 #include "attnphys/solvers/fd/heat_dataset.hpp"
 #include "attnphys/solvers/training/heat_training.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 using namespace attnphys::training;
@@ -23,7 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string run_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("attnphys_heat_file_" + std::to_string(::getpid())) / name;
+  auto d = attnphys::test::scratch_dir("heat_file/" + name);
   fs::create_directories(d);
   return d.string();
 }

@@ -14,6 +14,7 @@
 #include "attnphys/core/random.hpp"
 #include "attnphys/solvers/training/heat_fit.hpp"
 #include "attnphys/solvers/training/heat_training.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 using namespace attnphys::training;
@@ -22,7 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string run_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("attnphys_heat_unroll_" + std::to_string(::getpid())) / name;
+  auto d = attnphys::test::scratch_dir("heat_unroll/" + name);
   fs::create_directories(d);
   return d.string();
 }

@@ -16,6 +16,7 @@
 #include "attnphys/solvers/fd/heat_dataset.hpp"
 #include "attnphys/solvers/mps/dmrg.hpp"
 #include "attnphys/solvers/mps/u1.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 namespace fs = std::filesystem;
@@ -91,7 +92,7 @@ TEST(ResourceLimits, DmrgBondDimensionThatCannotFitIsRefusedBeforeTheFirstSweep)
 }
 
 TEST(ResourceLimits, HeatDatasetLargerThanTheFreeDiskIsRefusedAndNothingIsWritten) {
-  const fs::path dir = fs::temp_directory_path() / ("attnphys_limits_" + std::to_string(::getpid()));
+  const fs::path dir = attnphys::test::scratch_dir("limits");
   fs::create_directories(dir);
   auto p = heat::make_problem(1, {16, 1, 1}, {1.0 / 16, 1, 1}, 1.0, "periodic");
   heat::InitialConditionOptions ic;
@@ -101,7 +102,7 @@ TEST(ResourceLimits, HeatDatasetLargerThanTheFreeDiskIsRefusedAndNothingIsWritte
   o.progress = false;
   const std::string m = error_of([&] { fd::write_heat_dataset(p, ic, fd::HeatSolveOptions{}, o, ""); });
   EXPECT_MATCHES(m, "^heat dataset '.*huge.h5' \\(10000000000000 samples x 32 float32 values\\) needs 1.28 PB of "
-                    "disk, more than the .* free on the file system of '.*attnphys_limits_[0-9]+': use fewer "
+                    "disk, more than the .* free on the file system of '.*attnphys_test_[0-9]+/limits': use fewer "
                     "dataset.samples");
   // One chunk that cannot be held in memory is refused the same way (every rank checks its own).
   o.samples = 4;

@@ -14,6 +14,7 @@
 #include "attnphys/solvers/vmc/autoregressive.hpp"
 #include "attnphys/solvers/vmc/driver.hpp"
 #include "attnphys/solvers/vmc/rbm.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 using namespace attnphys::vmc;
@@ -343,7 +344,7 @@ TEST(Autoregressive, VmcWithDirectSamplingReachesTheTfimGroundStateEnergy) {
 TEST(Autoregressive, CheckpointRestartsExactlyWithDirectSampling) {
   const auto c = tfim(6);
   spin::SpinHamiltonian H(c);
-  const std::string path = "/tmp/attnphys_ar_ckpt_" + std::to_string(::getpid()) + ".h5";
+  const std::string path = (attnphys::test::scratch_dir("vmc_ar") / "ckpt.h5").string();
   auto o = direct_options();
   o.sampler.n_samples = 128;
   o.sampler.move = SamplerMove::Exact;

@@ -12,6 +12,7 @@
 #include "attnphys/solvers/vmc/driver.hpp"
 #include "attnphys/solvers/vmc/rbm.hpp"
 #include "attnphys/solvers/vmc/sr.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 using namespace attnphys::vmc;
@@ -321,7 +322,7 @@ TEST(VmcDriver, RbmReachesTheTfimGroundStateEnergy) {
 TEST(VmcDriver, CallbackStopsAndCheckpointRestartsExactly) {
   const auto m = tfim8();
   spin::SpinHamiltonian H(m);
-  const std::string path = "/tmp/attnphys_vmc_ckpt_" + std::to_string(::getpid()) + ".h5";
+  const std::string path = (attnphys::test::scratch_dir("vmc_sr") / "ckpt.h5").string();
   for (const char* opt : {"sr", "adam"}) {
     auto o = quick_options();
     o.optimizer = parse_enum<VmcOptimizer>(opt, "vmc.optimizer");
@@ -375,7 +376,7 @@ TEST(VmcDriver, AdaptedSweepShortensWhileSamplesStayIndependentReachesTheEnergyA
   const auto st = driver.estimate_energy(16384);
   EXPECT_LT(std::abs(st.mean - exact) / std::abs(exact), 1e-3) << st.mean << " vs " << exact;
 
-  const std::string path = "/tmp/attnphys_vmc_adapt_" + std::to_string(::getpid()) + ".h5";
+  const std::string path = (attnphys::test::scratch_dir("vmc_sr") / "adapt.h5").string();
   Rbm<double> a(m.n, RbmOptions{1.0, true, true, 0.05, 7});
   VmcDriver<double> da(a, H, o);
   da.run(6);
