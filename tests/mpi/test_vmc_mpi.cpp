@@ -6,10 +6,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "attnphys/solvers/ed/exact.hpp"
 #include "attnphys/solvers/vmc/driver.hpp"
 #include "attnphys/solvers/vmc/rbm.hpp"
+#include "scratch.hpp"
 
 using namespace attnphys;
 using namespace attnphys::vmc;
@@ -67,7 +69,10 @@ TEST(VmcMpi, CheckpointFromTwoRanksRestartsOnOne) {
   const Comm world = Comm::world();
   const auto m = tfim8();
   spin::SpinHamiltonian H(m);
-  const std::string path = "/tmp/attnphys_vmc_mpi_ckpt.h5";
+  // Rank 0 writes it, into the run's scratch folder (created before any rank goes on).
+  const std::string path = (attnphys::test::scratch_root() / "vmc_mpi_ckpt.h5").string();
+  if (world.is_root()) std::filesystem::create_directories(attnphys::test::scratch_root());
+  world.barrier();
   Rbm<double> a(m.n, RbmOptions{1.0, true, true, 0.05, 7});
   VmcDriver<double> multi(a, H, options(), world);
   multi.run(5);
