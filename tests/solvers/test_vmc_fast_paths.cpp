@@ -148,9 +148,9 @@ TEST(IncrementalLogPsi, EqualsFullRecomputation) {
 
 TEST(IncrementalLogPsi, EqualsFullRecomputationAtEveryCompiledWidth) {
   // The incremental kernel has compile-time versions for (d_model, d_ff) = (16, 32), (24, 48), (12, 24), (32, 64)
-  // (their vectors on the stack, SIMD where d_model is a multiple of the vector) and a run-time one (8, 16 above):
-  // each must equal the full evaluation, in float64 and float32.
-  for (long d : {12L, 16L, 24L, 32L, 20L}) {
+  // (their vectors on the stack, SIMD where d_model is a multiple of the vector) and a run-time one (the study's
+  // sizes xxs and xs, (4, 8) and (8, 16), and 20 here): each must equal the full evaluation, in float64 and float32.
+  for (long d : {4L, 8L, 12L, 16L, 24L, 32L, 20L}) {
     auto o = one_block(2);
     o.d_model = d;
     o.n_heads = d % 8 == 0 ? 4 : 2;
