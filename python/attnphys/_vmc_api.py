@@ -415,19 +415,23 @@ class SR(_Keywords):
     """Stochastic reconfiguration: diag_shift decays geometrically to diag_shift_final over diag_shift_steps
     iterations (default: two thirds of the first run); solver: auto (P×P or minSR, the smaller), pxp or minsr;
     precision: mixed (default: a single-precision Gram matrix and Cholesky factor precondition conjugate gradients on
-    the double system, solved to a 1e-10 relative residual) or double."""
+    the double system, solved to a 1e-10 relative residual) or double. guard_sigmas (default 0: off) turns on the
+    step guard from iteration guard_start (default 100) on: an energy that is not finite, lies more than guard_sigmas
+    standard errors above the run's lowest or has 100 times its variance rejects the step, restores the parameters of
+    that lowest energy and multiplies the diagonal shift by 10 for the rest of the run (the step dicts say
+    `rejected`)."""
     _extra = {"diag_shift": "vmc.diag_shift", "diag_shift_final": "vmc.diag_shift_final",
               "diag_shift_steps": "vmc.diag_shift_steps", "rcond": "vmc.rcond", "solver": "vmc.optimizer",
-              "precision": "vmc.sr_precision"}
+              "precision": "vmc.sr_precision", "guard_sigmas": "vmc.guard_sigmas", "guard_start": "vmc.guard_start"}
     _own_values = ("solver",)  # auto | pxp | minsr, translated to vmc.optimizer below
 
     def __init__(self, diag_shift=None, *, diag_shift_final=None, diag_shift_steps=None, rcond=None, solver=None,
-                 precision=None):
+                 precision=None, guard_sigmas=None, guard_start=None):
         if solver is not None and solver not in _SR_SOLVERS:
             raise OptionError(f"spin.SR: solver must be one of {tuple(_SR_SOLVERS)}, got {solver!r}")
         self._take({"diag_shift": diag_shift, "diag_shift_final": diag_shift_final,
                     "diag_shift_steps": diag_shift_steps, "rcond": rcond, "solver": solver,
-                    "precision": precision})
+                    "precision": precision, "guard_sigmas": guard_sigmas, "guard_start": guard_start})
 
     def _options(self):
         out = super()._options()

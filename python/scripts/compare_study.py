@@ -207,19 +207,21 @@ def check_settings(args, path):
 
 def log_seconds(logfile, reference, eps_list, window):
     """Training wall time in all (sum of the log's per-iteration seconds, across resumes) and, for each eps, the time
-    at which the mean energy over the last `window` iterations first came within eps of the reference."""
+    at which the mean energy over the last `window` iterations first came within eps of the reference. Iterations
+    the step guard rejected (vmc.guard_sigmas: `rejected` = 1) count in the time, not in the means."""
     with open(logfile) as f:
         rows = list(csv.DictReader(f))
-    e = [float(r["energy"]) for r in rows]
     t = [float(r["seconds"]) for r in rows]
     total, first = sum(t), {}
     w = max(1, window)
-    acc = 0.0
-    for i in range(len(e)):
+    acc, kept = 0.0, []
+    for i, r in enumerate(rows):
         acc += t[i]
-        if i + 1 < w:
+        if float(r.get("rejected") or 0) == 0:
+            kept.append(float(r["energy"]))
+        if len(kept) < w:
             continue
-        mean = sum(e[i + 1 - w:i + 1]) / w
+        mean = sum(kept[-w:]) / w
         rel = abs(mean - reference) / abs(reference)
         for eps in eps_list:
             if eps not in first and rel <= eps:
@@ -276,13 +278,15 @@ def run_vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log):
            "params": r["n_parameters"], "energy": r["energy"], "energy_error": r["energy_error"],
            "variance": r["variance"], "reference": reference,
            "relative_error": abs(r["energy"] - reference) / abs(reference), "iterations": r["iterations"],
-           "converged": r["converged"], "seconds": train_seconds + r["estimate_seconds"],
+           "converged": r["converged"], "guard_rejections": r.get("guard_rejections", 0),
+           "seconds": train_seconds + r["estimate_seconds"],
            "train_seconds": train_seconds, "seconds_to_eps": {repr(k): v for k, v in to_eps.items()},
            "settings": point_settings(args),
            "command": " ".join(cmd)}
     write_atomic(path, json.dumps(res, indent=1))
     log(f"done {key} in {time.time() - t0:.1f} s: {r['iterations']} iterations"
-        f"{' (converged)' if r['converged'] else ' (max-iters, not converged)'}, rel. error {res['relative_error']:.3g}")
+        f"{' (converged)' if r['converged'] else ' (max-iters, not converged)'}, rel. error {res['relative_error']:.3g}"
+        f"{', %d step(s) rejected by the guard' % res['guard_rejections'] if res['guard_rejections'] else ''}")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -349,7 +349,8 @@ void bind_spin_api(py::module_& m) {
           });
         std::unique_ptr<CsvLogger> log;
         if (!log_path.empty())
-          log = std::make_unique<CsvLogger>(log_path, vmc::VmcDriver<double>::log_columns(),
+          log = std::make_unique<CsvLogger>(log_path,
+                                            vmc::VmcDriver<double>::log_columns(s.driver->options().guard_sigmas > 0),
                                             s.driver->iteration() > 0);
         py::list out;
         for (const auto& st : s.driver->run(n_iter, log.get(), cbs)) out.append(step_dict(st));

@@ -50,6 +50,7 @@ inline py::dict step_dict(const vmc::VmcStep& s) {
   for (std::size_t k = 0; k < cols.size(); ++k) d[cols[k].c_str()] = row[k];
   d["iteration"] = s.iteration;
   d["used_pinv"] = s.used_pinv;
+  d["rejected"] = s.rejected;
   return d;
 }
 

@@ -157,6 +157,21 @@ def test_api_run_is_the_cli_run():
     assert [s["diag_shift"] for s in hist] == [s["diag_shift"] for s in ref["history"]]
 
 
+def test_a_step_guard_that_never_fires_changes_nothing():
+    """spin.SR(guard_sigmas=...) maps to vmc.guard_sigmas / vmc.guard_start; a guard that rejects no step leaves the
+    trajectory bit for bit as it was, and every step dict says whether it was rejected."""
+    o = spin.SR(0.01, guard_sigmas=1000, guard_start=0)._options()
+    assert o["vmc.guard_sigmas"] == 1000 and o["vmc.guard_start"] == 0
+    hi = spin.Spin(8, total_sz=0)
+    H = spin.Heisenberg(hi, bc="periodic")
+    runs = []
+    for sr in (spin.SR(0.01), spin.SR(0.01, guard_sigmas=1000, guard_start=0)):
+        vs = spin.MCState(spin.MetropolisExchange(hi, n_chains=16), spin.Mps(chi=3), n_samples=128, seed=5)
+        runs.append(spin.VMC(H, spin.Sgd(0.05), variational_state=vs, preconditioner=sr).run(8))
+    assert [s["energy"] for s in runs[0]] == [s["energy"] for s in runs[1]]
+    assert all(s["rejected"] is False for s in runs[1])
+
+
 def test_expectations_match_exact_sums_over_the_same_state():
     hi = spin.Spin(8, total_sz=0)
     H = spin.Heisenberg(hi, bc="periodic")

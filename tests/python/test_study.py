@@ -190,6 +190,28 @@ def test_a_vmc_point_reaches_eps_only_at_two_error_bars():
     assert p[1e-5]["bound"] == "none" and p[3e-5]["params"] == 500.0
 
 
+def test_time_to_eps_leaves_out_the_steps_the_guard_rejected(tmp_path):
+    # A log of a guarded run (vmc.guard_sigmas) whose iteration 2 was rejected with a wild estimate (-10.5, below the
+    # reference -10): averaged in, it would put the window (-9.5, -10.5) right on the reference and eps would be
+    # "reached" at 3 s. Left out (it still counts in the time), eps = 1e-2 is reached at 5 s and 1e-3 at 6 s.
+    mod = load_module()
+    log = tmp_path / "run.csv"
+    rows = [(-9.0, 0), (-9.5, 0), (-10.5, 1), (-9.9, 0), (-9.99, 0), (-9.999, 0)]
+
+    def write(with_column):
+        with open(log, "w") as f:
+            f.write("iteration,energy,seconds" + (",rejected" if with_column else "") + "\n")
+            for i, (e, r) in enumerate(rows):
+                f.write(f"{i},{e},1.0" + (f",{r}" if with_column else "") + "\n")
+
+    write(True)
+    total, first = mod.log_seconds(str(log), -10.0, [1e-2, 1e-3], 2)
+    assert total == 6.0 and first == {1e-2: 5.0, 1e-3: 6.0}
+    # An unguarded run's log (no column) takes every row.
+    write(False)
+    assert mod.log_seconds(str(log), -10.0, [1e-2, 1e-3], 2) == (6.0, {1e-2: 3.0, 1e-3: 3.0})
+
+
 def test_a_diverged_point_is_recorded_and_the_study_goes_on(tmp_path):
     # vmc.lr = 1e4 makes every transformer run diverge at its first iteration: each point records it (the run would
     # diverge again on every attempt), reaches no eps, and the study ends normally with its tables.

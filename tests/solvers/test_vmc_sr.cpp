@@ -501,6 +501,137 @@ TEST(VmcDriver, NanEnergyStopsWithAClearMessage) {
   }
 }
 
+// The step guard (vmc.guard_sigmas): a step that makes the energy jump far above the run's lowest, or NaN, is
+// rejected. Here the bad steps are made by hand (a callback spoils the parameters after iteration 30, as a runaway SR
+// update would); the guard restores the parameters of the lowest energy, raises the diagonal shift tenfold, and the
+// run still reaches the ground state. Unguarded, the same NaN stops the run.
+TEST(VmcDriver, StepGuardRejectsADivergentStepRestoresTheBestParametersAndTheRunRecovers) {
+  const auto m = tfim8();
+  const double exact = *ed::reference_energy(m);
+  spin::SpinHamiltonian H(m);
+  for (const bool nan : {false, true}) {
+    Rbm<double> rbm(m.n, RbmOptions{1.0, false, true, 0.05, 7});
+    auto o = quick_options();
+    o.guard_sigmas = 8;
+    o.guard_start = 10;
+    VmcDriver<double> driver(rbm, H, o);
+    auto spoil = [&](const VmcStep& s) {
+      if (s.iteration == 30) {
+        auto p = rbm.parameters().get_host();
+        for (auto& x : p) x = nan ? NAN : x + 0.7;
+        rbm.parameters().set_host(p);
+        driver.sampler().refresh();
+      }
+      return true;
+    };
+    auto hist = driver.run(150, nullptr, {spoil});
+    ASSERT_EQ(hist.size(), 150u);
+    long rejected = 0;
+    double lowest = 1e300, lowest_err = 0, lowest_var = 0;
+    for (const auto& s : hist) {
+      if (s.rejected) {
+        // Spoiled parameters, chains not yet moved: NaN, or a wild estimate (here -621 +- 614, below the lowest,
+        // with a huge variance).
+        ++rejected;
+        EXPECT_EQ(s.iteration, 31) << (nan ? "NaN" : "jump");
+        EXPECT_TRUE(!std::isfinite(s.energy) || s.energy > lowest + 8 * std::hypot(s.error, lowest_err) ||
+                    s.variance > kGuardVarianceFactor * lowest_var);
+      } else if (s.energy < lowest) {
+        lowest = s.energy, lowest_err = s.error, lowest_var = s.variance;
+      }
+    }
+    EXPECT_EQ(rejected, 1);
+    EXPECT_EQ(driver.guard_rejections(), 1);
+    EXPECT_EQ(driver.guard_shift_factor(), 10.0);
+    // The shift after the rejection is ten times its schedule; the iteration after it starts from the restored
+    // parameters, whose energy is back near the lowest.
+    EXPECT_DOUBLE_EQ(hist[32].diag_shift, 10 * scheduled_diag_shift(o, 32));
+    EXPECT_DOUBLE_EQ(hist[29].diag_shift, scheduled_diag_shift(o, 29));
+    EXPECT_LT(hist[32].energy, hist[30].energy + 0.5);
+    const auto st = driver.estimate_energy(16384);
+    EXPECT_LT(std::abs(st.mean - exact) / std::abs(exact), 2e-3) << st.mean << " vs " << exact;
+  }
+  // Unguarded, or before guard_start, the NaN parameters stop the run with the usual message.
+  for (const double sigmas : {0.0, 8.0}) {
+    Rbm<double> rbm(m.n, RbmOptions{1.0, false, true, 0.05, 7});
+    auto o = quick_options();
+    o.guard_sigmas = sigmas;
+    o.guard_start = 10;
+    VmcDriver<double> driver(rbm, H, o);
+    auto spoil = [&](const VmcStep& s) {
+      if (s.iteration == 3) {
+        auto p = rbm.parameters().get_host();
+        p[0] = NAN;
+        rbm.parameters().set_host(p);
+        driver.sampler().refresh();
+      }
+      return true;
+    };
+    EXPECT_THROW(driver.run(10, nullptr, {spoil}), Error) << sigmas;
+  }
+}
+
+// A guarded run that rejected a step before its checkpoint resumes exactly: the guard's lowest energy, its
+// parameters and the shift factor travel in the checkpoint; the log gains a `rejected` column.
+TEST(VmcDriver, StepGuardStateResumesExactlyFromACheckpoint) {
+  const auto m = tfim8();
+  spin::SpinHamiltonian H(m);
+  const auto dir = attnphys::test::scratch_dir("vmc_guard");
+  const std::string path = (dir / "ckpt.h5").string();
+  auto o = quick_options();
+  o.sampler.n_samples = 256;
+  o.guard_sigmas = 8;
+  o.guard_start = 2;
+  o.log_path = (dir / "log.csv").string();
+  Rbm<double> a(m.n, RbmOptions{1.0, true, true, 0.05, 7});
+  VmcDriver<double> da(a, H, o);
+  auto spoil = [&](const VmcStep& s) {
+    if (s.iteration == 5) {
+      auto p = a.parameters().get_host();
+      for (auto& x : p) x += 0.7;
+      a.parameters().set_host(p);
+      da.sampler().refresh();
+    }
+    return true;
+  };
+  auto first = da.run(10, nullptr, {spoil});
+  ASSERT_EQ(da.guard_rejections(), 1);
+  da.save_checkpoint(path);
+  auto cont = da.run(4);
+  Rbm<double> b(m.n, RbmOptions{1.0, true, true, 0.5, 99});
+  VmcDriver<double> db(b, H, o);
+  db.load_checkpoint(path);
+  EXPECT_EQ(db.guard_rejections(), 1);
+  EXPECT_EQ(db.guard_shift_factor(), 10.0);
+  auto again = db.run(4);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_DOUBLE_EQ(again[k].energy, cont[k].energy) << "step " << k;
+    EXPECT_DOUBLE_EQ(again[k].diag_shift, cont[k].diag_shift) << "step " << k;
+  }
+  // The log (written by run(), resumed from the checkpoint) has the rejected column: 1 on iteration 6 only.
+  const auto cols = VmcDriver<double>::log_columns(true);
+  EXPECT_EQ(cols.back(), "rejected");
+  EXPECT_EQ(VmcDriver<double>::log_columns().size() + 1, cols.size());
+  std::FILE* f = std::fopen(o.log_path.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char line[4096];
+  ASSERT_NE(std::fgets(line, sizeof line, f), nullptr);
+  EXPECT_NE(std::string(line).find(",rejected"), std::string::npos);
+  long rows = 0, ones = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    ++rows;
+    std::string l(line);
+    while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+    if (l.substr(l.rfind(',') + 1) == "1") {
+      ++ones;
+      EXPECT_EQ(std::stol(l.substr(0, l.find(','))), 6);
+    }
+  }
+  std::fclose(f);
+  EXPECT_EQ(rows, 14);
+  EXPECT_EQ(ones, 1);
+}
+
 // The mixed-precision solve (single-precision Gram matrix and Cholesky as the preconditioner of conjugate gradients
 // on the double system) gives the double solve's δ, in both forms, with and without counts, on a Jacobian whose
 // columns span four decades (the single-precision factor alone is then far from the solution); a singular system

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "attnphys/core/hdf5_io.hpp"
 #include "attnphys/solvers/vmc/local_energy.hpp"
@@ -42,6 +43,11 @@ void VmcOptions::declare(OptionSet& s, const std::string& p) {
         Range::non_negative());
   s.add(p + ".converge_variance_drop", &converge_variance_drop,
         "variance plateau: relative fall of the median variance below this over the last window", Range::closed(0, 1));
+  s.add(p + ".guard_sigmas", &guard_sigmas,
+        "step guard (0: off): an energy that is not finite, lies more than this many standard errors above the "
+        "run's lowest, or has 100 times that energy's variance rejects the step, restores the parameters of that "
+        "lowest energy and multiplies the diagonal shift by 10 for the rest of the run", Range::non_negative());
+  s.add(p + ".guard_start", &guard_start, "first iteration the step guard may reject", Range::non_negative());
 }
 
 void VmcOptions::validate() const {
@@ -187,7 +193,8 @@ ChainStats VmcDriver<T>::energy_stats(long n_steps, long n_chains) {
     n_chains *= R;
   }
   ChainStats st = chain_statistics(x, n_steps, n_chains);
-  require(std::isfinite(st.mean), "VMC energy is ", st.mean, " at iteration ", iter_,
+  require(std::isfinite(st.mean) || (opt_.guard_sigmas > 0 && have_best_ && iter_ >= opt_.guard_start),
+          "VMC energy is ", st.mean, " at iteration ", iter_,
           ": the wavefunction diverged. Lower vmc.lr, raise vmc.diag_shift, or restart from the last checkpoint");
   return st;
 }
@@ -277,6 +284,49 @@ VmcStep VmcDriver<T>::step() {
   out.v_score = v_score(model_.n_sites(), st.mean, st.variance);
 
   out.energy_seconds = lap();
+  auto& buf = model_.parameters();
+  if (opt_.guard_sigmas > 0) {
+    // The step guard: compare this iteration's energy (of the parameters the last step made) with the lowest so far,
+    // and its variance with that energy's (a runaway step can give a wild estimate below the lowest, with a huge
+    // variance).
+    const bool too_high =
+        !(st.mean <= best_e_ + opt_.guard_sigmas * std::sqrt(st.error * st.error + best_err_ * best_err_));
+    const bool too_wide = !(st.variance <= kGuardVarianceFactor * best_var_ + 1e-12 * (1 + best_e_ * best_e_));
+    if (have_best_ && iter_ >= opt_.guard_start && (too_high || too_wide)) {
+      ++rejections_;
+      require(rejections_ <= kGuardMaxRejections, "VMC energy ", st.mean, " +- ", st.error, " at iteration ", iter_,
+              " is above the run's lowest (", best_e_, " +- ", best_err_, ") after ", kGuardMaxRejections,
+              " rejected steps (vmc.guard_sigmas): the wavefunction keeps diverging. Lower vmc.lr or raise "
+              "vmc.diag_shift_final");
+      shift_mult_ *= 10;
+      std::string w = msg("VMC step rejected at iteration ", iter_, ": energy ", st.mean, " +- ", st.error,
+                          " (variance ", st.variance, ") against the run's lowest ", best_e_, " +- ", best_err_,
+                          " (variance ", best_var_, "; vmc.guard_sigmas = ", opt_.guard_sigmas,
+                          "); the parameters of that energy are restored and the diagonal shift is ", shift_mult_,
+                          "x its schedule from here on");
+      if (comm_.is_root()) std::fprintf(stderr, "attnphys: warning: %s\n", w.c_str());
+      warnings_.push_back(std::move(w));
+      Kokkos::deep_copy(buf.params(), best_params_);
+      if (sampler_) sampler_->refresh();
+      out.rejected = true;
+      out.diag_shift = scheduled_diag_shift(opt_, iter_) * shift_mult_;
+      out.update_seconds = lap();
+      ++iter_;
+      trace_e_.push_back(std::numeric_limits<double>::quiet_NaN());  // left out of the convergence criterion
+      trace_v_.push_back(std::numeric_limits<double>::quiet_NaN());
+      out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return out;
+    }
+    if (!have_best_ || st.mean < best_e_) {
+      if (best_params_.extent(0) != buf.params().extent(0))
+        best_params_ = View1<T>("attnphys::vmc_best_params", buf.params().extent(0));
+      Kokkos::deep_copy(best_params_, buf.params());
+      best_e_ = st.mean;
+      best_err_ = st.error;
+      best_var_ = st.variance;
+      have_best_ = true;
+    }
+  }
   const long M = samples_.extent(0), P = model_.n_parameters();
   if (o_re_.extent(0) != std::size_t(M) || o_re_.extent(1) != std::size_t(P)) {
     o_re_ = View2<T>("attnphys::vmc_o_re", M, P);
@@ -288,8 +338,7 @@ VmcStep VmcDriver<T>::step() {
                              Kokkos::subview(o_im_, r, Kokkos::ALL()));
   }
   out.gradient_seconds = lap();
-  auto& buf = model_.parameters();
-  out.diag_shift = scheduled_diag_shift(opt_, iter_);
+  out.diag_shift = scheduled_diag_shift(opt_, iter_) * shift_mult_;
   // Under MPI every rank solves the same SR system from every rank's samples (so the parameters stay identical).
   View2<T> ore = o_re_, oim = o_im_;
   View1<T> ere = e_re_, eim = e_im_;
@@ -384,17 +433,21 @@ VmcStep VmcDriver<T>::step() {
 }
 
 template <class T>
-std::vector<std::string> VmcDriver<T>::log_columns() {
-  return {"iteration", "energy", "energy_imag", "error", "variance", "v_score", "tau", "r_hat", "acceptance",
-          "diag_shift", "grad_norm", "seconds", "sample_seconds", "energy_seconds", "gradient_seconds",
-          "update_seconds", "sweep"};
+std::vector<std::string> VmcDriver<T>::log_columns(bool guard) {
+  std::vector<std::string> c = {"iteration", "energy", "energy_imag", "error", "variance", "v_score", "tau",
+                                "r_hat", "acceptance", "diag_shift", "grad_norm", "seconds", "sample_seconds",
+                                "energy_seconds", "gradient_seconds", "update_seconds", "sweep"};
+  if (guard) c.push_back("rejected");  // only then: logs of unguarded runs keep their columns (and resume)
+  return c;
 }
 
 template <class T>
-std::vector<double> VmcDriver<T>::log_row(const VmcStep& s) {
-  return {double(s.iteration), s.energy, s.energy_imag, s.error, s.variance, s.v_score, s.tau, s.r_hat,
-          s.acceptance, s.diag_shift, s.grad_norm, s.seconds, s.sample_seconds, s.energy_seconds,
-          s.gradient_seconds, s.update_seconds, double(s.sweep)};
+std::vector<double> VmcDriver<T>::log_row(const VmcStep& s, bool guard) {
+  std::vector<double> r = {double(s.iteration), s.energy, s.energy_imag, s.error, s.variance, s.v_score, s.tau,
+                           s.r_hat, s.acceptance, s.diag_shift, s.grad_norm, s.seconds, s.sample_seconds,
+                           s.energy_seconds, s.gradient_seconds, s.update_seconds, double(s.sweep)};
+  if (guard) r.push_back(s.rejected ? 1.0 : 0.0);
+  return r;
 }
 
 template <class T>
@@ -405,8 +458,9 @@ std::vector<VmcStep> VmcDriver<T>::run(long n_iter, CsvLogger* logger, const std
   if (!logger && !opt_.log_path.empty() && comm_.is_root()) {
     // After a restart (iter_ > 0) the log keeps the iterations 0 .. iter_ − 1 of the checkpoint and drops the ones
     // logged after it, which this run takes again.
-    own = std::make_unique<CsvLogger>(iter_ > 0 ? CsvLogger::resume(opt_.log_path, log_columns(), double(iter_ - 1))
-                                                : CsvLogger(opt_.log_path, log_columns(), false));
+    const auto cols = log_columns(opt_.guard_sigmas > 0);
+    own = std::make_unique<CsvLogger>(iter_ > 0 ? CsvLogger::resume(opt_.log_path, cols, double(iter_ - 1))
+                                                : CsvLogger(opt_.log_path, cols, false));
     logger = own.get();
   }
   ProgressWarningOptions wo;
@@ -415,11 +469,13 @@ std::vector<VmcStep> VmcDriver<T>::run(long n_iter, CsvLogger* logger, const std
   for (long k = 0; k < n_iter; ++k) {
     if (converged()) break;
     history.push_back(step());
-    for (auto& w : monitor.observe(history.back())) {
-      if (comm_.is_root()) std::fprintf(stderr, "attnphys: warning: %s\n", w.c_str());
-      warnings_.push_back(std::move(w));
-    }
-    if (logger) logger->row(log_row(history.back()));
+    // A step the guard rejected says nothing about the state the run goes on from (its parameters were restored).
+    if (!history.back().rejected)
+      for (auto& w : monitor.observe(history.back())) {
+        if (comm_.is_root()) std::fprintf(stderr, "attnphys: warning: %s\n", w.c_str());
+        warnings_.push_back(std::move(w));
+      }
+    if (logger) logger->row(log_row(history.back(), opt_.guard_sigmas > 0));
     if (!opt_.checkpoint_path.empty() && opt_.checkpoint_every > 0 && iter_ % opt_.checkpoint_every == 0)
       save_checkpoint(opt_.checkpoint_path);
     bool go = true;
@@ -449,6 +505,16 @@ void VmcDriver<T>::save_checkpoint(const std::string& path) const {
   if (!trace_e_.empty()) {
     w.write("/trace/energy", trace_e_);
     w.write("/trace/variance", trace_v_);
+  }
+  if (rejections_ > 0 || have_best_) {  // the step guard's state, so that a resumed run continues it exactly
+    w.set_attr("/", "guard_rejections", rejections_);
+    w.set_attr("/", "guard_shift_factor", shift_mult_);
+    if (have_best_) {
+      w.set_attr("/", "guard_best_energy", best_e_);
+      w.set_attr("/", "guard_best_error", best_err_);
+      w.set_attr("/", "guard_best_variance", best_var_);
+      h5::write_view(w, "/guard/best_params", best_params_);
+    }
   }
   w.commit();
 }
@@ -483,6 +549,16 @@ void VmcDriver<T>::load_checkpoint(const std::string& path) {
   }
   iter_ = r.attr_long("/", "iteration");
   adam_.set_steps_taken(r.attr_long("/", "adam_steps"));
+  rejections_ = r.has_attr("/", "guard_rejections") ? r.attr_long("/", "guard_rejections") : 0;
+  shift_mult_ = r.has_attr("/", "guard_shift_factor") ? r.attr_double("/", "guard_shift_factor") : 1.0;
+  have_best_ = r.has_attr("/", "guard_best_energy") && r.has("/guard/best_params");
+  if (have_best_) {
+    best_e_ = r.attr_double("/", "guard_best_energy");
+    best_err_ = r.attr_double("/", "guard_best_error");
+    best_var_ = r.attr_double("/", "guard_best_variance");
+    best_params_ = View1<T>("attnphys::vmc_best_params", model_.parameters().params().extent(0));
+    h5::read_view(r, "/guard/best_params", best_params_);
+  }
   trace_e_.clear();
   trace_v_.clear();
   if (r.has("/trace/energy") && r.has("/trace/variance")) {  // checkpoints before the trace have none

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <vector>
 
 #include "attnphys/core/error.hpp"
 #include "attnphys/solvers/vmc/driver.hpp"
@@ -31,19 +33,30 @@ ProductBound product_state_bound(const spin::SpinHamiltonian& H, bool fixed_sz, 
 }
 
 namespace {
-void window_stats(const double* x, long w, double& mean, double& var) {
+// Mean and variance of the finite entries of x[0, w) (rejected iterations of the step guard are NaN in the trace);
+// returns their count.
+long window_stats(const double* x, long w, double& mean, double& var) {
+  long k = 0;
   mean = 0;
-  for (long i = 0; i < w; ++i) mean += x[i];
-  mean /= double(w);
+  for (long i = 0; i < w; ++i)
+    if (std::isfinite(x[i])) mean += x[i], ++k;
+  mean = k > 0 ? mean / double(k) : std::numeric_limits<double>::quiet_NaN();
   var = 0;
-  for (long i = 0; i < w; ++i) var += (x[i] - mean) * (x[i] - mean);
-  var /= double(std::max(1L, w - 1));
+  for (long i = 0; i < w; ++i)
+    if (std::isfinite(x[i])) var += (x[i] - mean) * (x[i] - mean);
+  var /= double(std::max(1L, k - 1));
+  return k;
 }
+// Median of the finite entries of x[0, w) (NaN when there are none).
 double median(const double* x, long w) {
-  std::vector<double> v(x, x + w);
-  std::nth_element(v.begin(), v.begin() + w / 2, v.end());
-  double m = v[w / 2];
-  if (w % 2 == 0) m = 0.5 * (m + *std::max_element(v.begin(), v.begin() + w / 2));
+  std::vector<double> v;
+  for (long i = 0; i < w; ++i)
+    if (std::isfinite(x[i])) v.push_back(x[i]);
+  const long n = long(v.size());
+  if (n == 0) return std::numeric_limits<double>::quiet_NaN();
+  std::nth_element(v.begin(), v.begin() + n / 2, v.end());
+  double m = v[n / 2];
+  if (n % 2 == 0) m = 0.5 * (m + *std::max_element(v.begin(), v.begin() + n / 2));
   return m;
 }
 }  // namespace
@@ -56,10 +69,10 @@ bool plateaued(const std::vector<double>& energy, const std::vector<double>& var
   const double* b = energy.data() + (t - 2 * w);
   const double* a = energy.data() + (t - w);
   double ma, va, mb, vb;
-  window_stats(a, w, ma, va);
-  window_stats(b, w, mb, vb);
-  if (!std::isfinite(ma) || !std::isfinite(mb)) return false;
-  const bool energy_flat = mb - ma <= c.sigmas * std::sqrt(va / double(w) + vb / double(w));
+  // Iterations the step guard rejected (NaN) are left out; a window needs at least half of its iterations.
+  const long ka = window_stats(a, w, ma, va), kb = window_stats(b, w, mb, vb);
+  if (2 * ka < w || 2 * kb < w || !std::isfinite(ma) || !std::isfinite(mb)) return false;
+  const bool energy_flat = mb - ma <= c.sigmas * std::sqrt(va / double(ka) + vb / double(kb));
   const double var_a = median(variance.data() + (t - w), w), var_b = median(variance.data() + (t - 2 * w), w);
   const bool variance_flat = var_a >= (1.0 - c.variance_drop) * var_b;
   return energy_flat && variance_flat;

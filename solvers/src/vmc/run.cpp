@@ -161,6 +161,7 @@ VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const Vmc
   out.history = driver.run(remaining, nullptr, cbs);
   out.iterations = driver.iteration();
   out.converged = driver.converged();
+  out.guard_rejections = driver.guard_rejections();
   if (!out.history.empty()) {
     std::vector<double> t;
     for (const auto& s : out.history) t.push_back(s.seconds);

@@ -85,6 +85,7 @@ struct VmcRunResult {
   // Whether vmc.converge_window's criterion stopped the run (vmc/monitor.hpp); false when it is off or n_iter came
   // first.
   bool converged = false;
+  long guard_rejections = 0;     // steps the step guard rejected (vmc.guard_sigmas)
   double seconds = 0;
   double step_seconds = 0;       // median wall time of one VMC iteration (0 without iterations)
   double estimate_seconds = 0;   // wall time of the final estimate (sampling and local energies)
