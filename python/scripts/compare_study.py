@@ -62,7 +62,7 @@ CHAINS = ("tfim", "heisenberg")
 ANSATZ_ORDER = ("dmrg", "vmc_mps", "transformer")
 POINT_COLUMNS = ["chain", "n", "ansatz", "size", "chi", "seed", "params", "energy", "energy_error", "reference",
                  "relative_error", "relative_stat_error", "error_bound", "iterations", "converged", "seconds",
-                 "train_seconds", "failed"]
+                 "train_seconds", "failed", "guard_rejections"]
 P_COLUMNS = ["chain", "ansatz", "n", "eps", "params", "seeds", "params_median", "params_worst", "bound", "seconds",
              "complete"]
 FIT_COLUMNS = ["chain", "ansatz", "eps", "n_values", "a", "b", "b_error", "b_median", "crossing_with", "crossing_n",
