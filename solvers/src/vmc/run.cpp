@@ -180,7 +180,13 @@ VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const Vmc
     out.n_samples = st.n;
     out.acceptance = driver.estimate_acceptance();  // the estimate's own chains (a resumed run has no other)
   } else if (!out.history.empty()) {
-    const auto& s = out.history.back();
+    // Without a final estimate: the last iteration's, or, when the step guard rejected it (the parameters are then
+    // those of the run's lowest energy), the lowest accepted one's.
+    const VmcStep* last = &out.history.back();
+    if (last->rejected)
+      for (const auto& h : out.history)
+        if (!h.rejected && (last->rejected || h.energy < last->energy)) last = &h;
+    const auto& s = *last;
     out.energy = s.energy;
     out.energy_error = s.error;
     out.variance = s.variance;
