@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "attnphys/core/random.hpp"
 #include "attnphys/physics/spin/hamiltonian.hpp"
@@ -53,7 +54,9 @@ TransformerAnsatzOptions one_block(long patch) {
 
 // B configurations from the R reference rows: row b is reference b % R (its parent) with the sites (a b + c f) % n
 // flipped for f = 0 .. b % 3.
-std::pair<View2<double>, View1<long>> flipped_rows(const View2<double>& ref, long B, int n, int a, int c) {
+// The general form: row b is reference b % R with the sites sites(b) flipped.
+template <class Sites>
+std::pair<View2<double>, View1<long>> flipped_rows_by(const View2<double>& ref, long B, int n, Sites sites) {
   const long R = long(ref.extent(0));
   View2<double> s("s", B, n);
   View1<long> parent("parent", B);
@@ -63,11 +66,18 @@ std::pair<View2<double>, View1<long>> flipped_rows(const View2<double>& ref, lon
   for (long b = 0; b < B; ++b) {
     hp(b) = b % R;
     for (int i = 0; i < n; ++i) hs(b, i) = hr(b % R, i);
-    for (int f = 0; f <= b % 3; ++f) hs(b, (a * b + c * f) % n) *= -1;
+    for (int i : sites(b)) hs(b, i) *= -1;
   }
   Kokkos::deep_copy(s, hs);
   Kokkos::deep_copy(parent, hp);
   return {s, parent};
+}
+std::pair<View2<double>, View1<long>> flipped_rows(const View2<double>& ref, long B, int n, int a, int c) {
+  return flipped_rows_by(ref, B, n, [=](long b) {
+    std::vector<int> f;
+    for (int k = 0; k <= b % 3; ++k) f.push_back(int((a * b + c * k) % n));
+    return f;
+  });
 }
 
 double max_diff(const View1<double>& a, const View1<double>& b) {
@@ -95,24 +105,12 @@ TEST(IncrementalLogPsi, EqualsFullRecomputation) {
     const auto ref = random_spins(R, c.n, 4);
     psi.set_reference(ref);
     // Row b: reference b % R with (b % 4) + 1 sites flipped (b % 4 == 3: every site).
-    View2<double> s("s", B, c.n);
-    View1<long> parent("parent", B);
-    {
-      auto hr = to_host(ref);
-      auto hs = Kokkos::create_mirror_view(s);
-      auto hp = Kokkos::create_mirror_view(parent);
-      for (long b = 0; b < B; ++b) {
-        hp(b) = b % R;
-        for (int i = 0; i < c.n; ++i) hs(b, i) = hr(b % R, i);
-        const int flips = b % 4 == 3 ? c.n : int(b % 4) + 1;
-        for (int f = 0; f < flips; ++f) {
-          const int i = flips == c.n ? f : int((7 * b + 5 * f) % c.n);
-          hs(b, i) = -hs(b, i);
-        }
-      }
-      Kokkos::deep_copy(s, hs);
-      Kokkos::deep_copy(parent, hp);
-    }
+    const auto [s, parent] = flipped_rows_by(ref, B, c.n, [&](long b) {
+      const int flips = b % 4 == 3 ? c.n : int(b % 4) + 1;
+      std::vector<int> f;
+      for (int k = 0; k < flips; ++k) f.push_back(flips == c.n ? k : int((7 * b + 5 * k) % c.n));
+      return f;
+    });
     View1<double> r1("r1", B), i1("i1", B), r2("r2", B), i2("i2", B);
     psi.log_psi(s, r1, i1);
     psi.log_psi_from_reference(s, parent, r2, i2);
