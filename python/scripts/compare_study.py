@@ -256,7 +256,7 @@ def run_vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log):
         print(line, flush=True)
     if proc.returncode != 0:
         err = next((line for line in said if line.startswith("attnphys: error:")), "")
-        if "diverged" not in err:
+        if "diverg" not in err:  # "diverged" (a NaN energy) or "keeps diverging" (the step guard gave up)
             raise subprocess.CalledProcessError(proc.returncode, cmd, proc.stdout, proc.stderr)
         # A diverged run is a result of this size and seed, not a reason to stop the study (it would diverge
         # again): the point records it and reaches no eps.

@@ -229,6 +229,20 @@ def test_a_diverged_point_is_recorded_and_the_study_goes_on(tmp_path):
     assert "skip tfim_n6_transformer_s_s2: finished before" in log
 
 
+def test_a_point_whose_step_guard_gives_up_is_recorded_as_diverged(tmp_path):
+    # With the step guard on, lr = 1e4 gets every other step rejected until the guard gives up ("keeps diverging",
+    # kGuardMaxRejections): the point records that, and the study goes on (it used to stop with the CLI's error).
+    out = tmp_path / "study"
+    cmd = study(out, ["--ansatze", "transformer", "--sizes", "xs", "--seeds", "1", "--window", "0",
+                      "--set", "vmc.lr=1e4", "--set", "vmc.guard_sigmas=8", "--set", "vmc.guard_start=0"],
+                max_iters=30)
+    subprocess.run(cmd, check=True, env=ENV, stdout=subprocess.PIPE)
+    with open(out / "points" / "tfim_n6_transformer_xs_s1.json") as f:
+        p = json.load(f)
+    assert "keeps diverging" in p["failed"] and p["energy"] is None and p["params"] > 0
+    assert 12 <= p["iterations"] < 30
+
+
 def test_a_study_refuses_to_mix_points_made_with_other_settings(reference_run, tmp_path):
     import shutil
 

@@ -632,6 +632,107 @@ TEST(VmcDriver, StepGuardStateResumesExactlyFromACheckpoint) {
   EXPECT_EQ(ones, 1);
 }
 
+// The guard's decision, replayed on two logged runs (energy, error, variance per iteration; guard_sigmas = 8).
+TEST(StepGuard, RejectsAJumpButNotARunClimbingBackDown) {
+  // TFIM N = 128, transformer xxs seed 1 (2026-12-06), iterations 150-182: at 175 the chains found configurations
+  // of bad local energy (the variance rose 40x) and the run climbed back down; at 182 it still lay 8.5 standard
+  // errors above the lowest (174), where a guard without the jump test rejected it and restored the parameters of
+  // 174, whose amplitudes there were worse: five more rejections and the run gave up.
+  const std::vector<GuardEstimate> n128 = {
+      {-162.4964, 0.02147, 0.1314}, {-162.5133, 0.013, 0.1311}, {-162.5044, 0.01463, 0.138},
+      {-162.5184, 0.01696, 0.1356}, {-162.5367, 0.01324, 0.1302}, {-162.5399, 0.01316, 0.1284},
+      {-162.5454, 0.01329, 0.1183}, {-162.5405, 0.01277, 0.1095}, {-162.5279, 0.01353, 0.1191},
+      {-162.5269, 0.01199, 0.1262}, {-162.5325, 0.01015, 0.1054}, {-162.5439, 0.01059, 0.1083},
+      {-162.5394, 0.01332, 0.1063}, {-162.5231, 0.01085, 0.1141}, {-162.5429, 0.01238, 0.1171},
+      {-162.5121, 0.01396, 0.1152}, {-162.5504, 0.01257, 0.1193}, {-162.5292, 0.009959, 0.09438},
+      {-162.5353, 0.01026, 0.1011}, {-162.2822, 0.3283, 7.483}, {-162.5334, 0.0169, 0.2545},
+      {-162.5473, 0.01145, 0.101}, {-162.5478, 0.01036, 0.09967}, {-162.5413, 0.009494, 0.09231},
+      {-162.5567, 0.009392, 0.08835}, {-162.3844, 0.2253, 3.571}, {-162.2344, 0.327, 4.838},
+      {-162.1422, 0.2024, 3.011}, {-162.0974, 0.2229, 3.197}, {-161.6088, 0.2171, 5.169}, {-161.9552, 0.1254, 2.467},
+      {-162.0578, 0.07204, 2.345}, {-161.8935, 0.07844, 2.269}
+  };
+  // TFIM N = 64, transformer xxs seed 1 without the guard, iterations 255-281: a slow rise from 270 on, then the
+  // divergence (281: -78.8, then -77.4, ..., -13.5 and NaN at 292).
+  const std::vector<GuardEstimate> n64 = {
+      {-80.91496, 0.02491, 0.3706}, {-80.93599, 0.02649, 0.3626}, {-80.99216, 0.02764, 0.413},
+      {-80.95115, 0.02742, 0.4561}, {-80.97037, 0.01982, 0.2858}, {-80.96414, 0.0261, 0.2711},
+      {-80.9692, 0.02217, 0.2599}, {-81.04962, 0.01898, 0.2076}, {-81.04979, 0.01771, 0.1498},
+      {-80.971, 0.02424, 0.2863}, {-80.99418, 0.02554, 0.2594}, {-81.02901, 0.01665, 0.1613},
+      {-80.98103, 0.01746, 0.2276}, {-80.99883, 0.02472, 0.2898}, {-80.97737, 0.02326, 0.3519},
+      {-80.81296, 0.03933, 0.9572}, {-80.61646, 0.04813, 1.372}, {-80.42906, 0.06506, 1.973},
+      {-80.32229, 0.05116, 2.069}, {-80.36734, 0.06523, 1.853}, {-80.32919, 0.06687, 1.757},
+      {-80.27622, 0.0538, 1.88}, {-80.59568, 0.04428, 1.168}, {-80.51721, 0.04917, 0.9169},
+      {-80.75595, 0.04919, 0.7581}, {-80.55684, 0.04529, 1.894}, {-78.79169, 0.1189, 9.55}
+  };
+
+  // Replays a run through the guard (active from the first estimate) and returns the first rejected index (-1: none).
+  auto replay = [](const std::vector<GuardEstimate>& run, StepGuardState& g) {
+    for (std::size_t k = 0; k < run.size(); ++k) {
+      bool lowest = false;
+      const auto v = g.observe(8, run[k], true, lowest);
+      EXPECT_NE(v, GuardVerdict::Rebase) << k;
+      if (v == GuardVerdict::Reject) return long(k);
+    }
+    return -1L;
+  };
+  auto above_lowest = [](const GuardEstimate& now, const GuardEstimate& low) {
+    return now.energy > low.energy + 8 * std::hypot(now.error, low.error);
+  };
+  StepGuardState g128;
+  EXPECT_EQ(replay(n128, g128), -1);
+  EXPECT_DOUBLE_EQ(g128.best.energy, n128[24].energy);  // iteration 174
+  EXPECT_TRUE(above_lowest(n128.back(), n128[24]));     // what the lowest-only test rejected
+  EXPECT_DOUBLE_EQ(g128.last.energy, n128.back().energy);
+
+  StepGuardState g64;
+  EXPECT_EQ(replay(n64, g64), 26);  // iteration 281, the first jump (the lowest-only test: 271)
+  EXPECT_TRUE(above_lowest(n64[16], g64.best));
+  EXPECT_EQ(g64.best.energy, n64[8].energy);  // iteration 263
+  EXPECT_TRUE(g64.last_rejected);
+  EXPECT_EQ(g64.last.energy, g64.best.energy);  // the next iteration estimates the lowest's parameters again
+
+  // Right after that rejection: the lowest's own parameters estimated again. Close to it: accepted. Far above it
+  // (the chains found what the lowest never saw): the estimate becomes the lowest. NaN: rejected all the same.
+  {
+    StepGuardState g = g64;
+    bool lowest = false;
+    EXPECT_EQ(g.observe(8, {-81.03, 0.02, 0.2}, true, lowest), GuardVerdict::Accept);
+    EXPECT_FALSE(g.last_rejected);
+  }
+  {
+    StepGuardState g = g64;
+    bool lowest = true;
+    EXPECT_EQ(g.observe(8, {-79.0, 0.1, 8.0}, true, lowest), GuardVerdict::Rebase);
+    EXPECT_FALSE(lowest);  // its parameters are the lowest's already
+    EXPECT_EQ(g.best.energy, -79.0);
+    EXPECT_FALSE(g.last_rejected);
+    EXPECT_EQ(g.observe(8, {-77.0, 0.1, 8.0}, true, lowest), GuardVerdict::Reject);  // a jump from there
+  }
+  {
+    StepGuardState g = g64;
+    bool lowest = false;
+    EXPECT_EQ(g.observe(8, {std::nan(""), 0.1, 8.0}, true, lowest), GuardVerdict::Reject);
+  }
+  // Not active (before guard_start): nothing is rejected, the lowest is still tracked.
+  {
+    StepGuardState g = g64;
+    g.last_rejected = false;
+    bool lowest = false;
+    EXPECT_EQ(g.observe(8, {-60.0, 1.0, 100.0}, false, lowest), GuardVerdict::Accept);
+    EXPECT_EQ(g.observe(8, {-81.2, 0.01, 0.1}, false, lowest), GuardVerdict::Accept);
+    EXPECT_TRUE(lowest);
+  }
+  // A variance 100x the larger of the lowest's and the last's rejects even below the lowest energy.
+  {
+    StepGuardState g;
+    bool lowest = false;
+    g.observe(8, {-81.0, 0.01, 0.1}, true, lowest);
+    g.observe(8, {-81.0, 0.02, 0.5}, true, lowest);
+    EXPECT_EQ(g.observe(8, {-90.0, 5.0, 49.0}, true, lowest), GuardVerdict::Accept);
+    EXPECT_EQ(g.observe(8, {-95.0, 9.0, 4901.0}, true, lowest), GuardVerdict::Reject);
+  }
+}
+
 // The mixed-precision solve (single-precision Gram matrix and Cholesky as the preconditioner of conjugate gradients
 // on the double system) gives the double solve's δ, in both forms, with and without counts, on a Jacobian whose
 // columns span four decades (the single-precision factor alone is then far from the solution); a singular system

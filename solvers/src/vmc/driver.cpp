@@ -44,9 +44,10 @@ void VmcOptions::declare(OptionSet& s, const std::string& p) {
   s.add(p + ".converge_variance_drop", &converge_variance_drop,
         "variance plateau: relative fall of the median variance below this over the last window", Range::closed(0, 1));
   s.add(p + ".guard_sigmas", &guard_sigmas,
-        "step guard (0: off): an energy that is not finite, lies more than this many standard errors above the "
-        "run's lowest, or has 100 times that energy's variance rejects the step, restores the parameters of that "
-        "lowest energy and multiplies the diagonal shift by 10 for the rest of the run", Range::non_negative());
+        "step guard (0: off): an energy that is not finite, or that jumped (more than this many standard errors "
+        "above both the run's lowest and the last accepted energy, or 100 times their variance) rejects the step, "
+        "restores the parameters of the lowest energy and multiplies the diagonal shift by 10 for the rest of the "
+        "run", Range::non_negative());
   s.add(p + ".guard_start", &guard_start, "first iteration the step guard may reject", Range::non_negative());
 }
 
@@ -60,6 +61,38 @@ double scheduled_diag_shift(const VmcOptions& o, long it) {
   if (o.diag_shift <= 0 || o.diag_shift_final <= 0) return it >= o.diag_shift_steps ? o.diag_shift_final : o.diag_shift;
   const double f = std::min(1.0, double(it) / double(o.diag_shift_steps));
   return o.diag_shift * std::pow(o.diag_shift_final / o.diag_shift, f);
+}
+
+GuardVerdict guard_verdict(double sigmas, const GuardEstimate& now, const GuardEstimate& best,
+                           const GuardEstimate& prev, bool after_rejection) {
+  if (!std::isfinite(now.energy) || !std::isfinite(now.variance)) return GuardVerdict::Reject;
+  auto above = [&](const GuardEstimate& ref) {
+    return !(now.energy <= ref.energy + sigmas * std::sqrt(now.error * now.error + ref.error * ref.error));
+  };
+  const double var_ref = std::max(best.variance, prev.variance);
+  const bool wide = !(now.variance <= kGuardVarianceFactor * var_ref + 1e-12 * (1 + best.energy * best.energy));
+  if (!((above(best) && above(prev)) || wide)) return GuardVerdict::Accept;
+  return after_rejection ? GuardVerdict::Rebase : GuardVerdict::Reject;
+}
+
+GuardVerdict StepGuardState::observe(double sigmas, const GuardEstimate& now, bool active, bool& new_lowest) {
+  new_lowest = false;
+  GuardVerdict v = GuardVerdict::Accept;
+  if (have_best && active) v = guard_verdict(sigmas, now, best, last, last_rejected);
+  if (v == GuardVerdict::Reject) {
+    last = best;  // the parameters the next iteration estimates
+    last_rejected = true;
+    return v;
+  }
+  if (v == GuardVerdict::Rebase) best = now;  // the parameters are the lowest's already (restored, no step since)
+  last_rejected = false;
+  new_lowest = !have_best || now.energy < best.energy;
+  if (new_lowest) {
+    best = now;
+    have_best = true;
+  }
+  last = now;
+  return v;
 }
 
 namespace {
@@ -193,7 +226,7 @@ ChainStats VmcDriver<T>::energy_stats(long n_steps, long n_chains) {
     n_chains *= R;
   }
   ChainStats st = chain_statistics(x, n_steps, n_chains);
-  require(std::isfinite(st.mean) || (opt_.guard_sigmas > 0 && have_best_ && iter_ >= opt_.guard_start),
+  require(std::isfinite(st.mean) || (opt_.guard_sigmas > 0 && guard_.have_best && iter_ >= opt_.guard_start),
           "VMC energy is ", st.mean, " at iteration ", iter_,
           ": the wavefunction diverged. Lower vmc.lr, raise vmc.diag_shift, or restart from the last checkpoint");
   return st;
@@ -286,24 +319,25 @@ VmcStep VmcDriver<T>::step() {
   out.energy_seconds = lap();
   auto& buf = model_.parameters();
   if (opt_.guard_sigmas > 0) {
-    // The step guard: compare this iteration's energy (of the parameters the last step made) with the lowest so far,
-    // and its variance with that energy's (a runaway step can give a wild estimate below the lowest, with a huge
-    // variance).
-    const bool too_high =
-        !(st.mean <= best_e_ + opt_.guard_sigmas * std::sqrt(st.error * st.error + best_err_ * best_err_));
-    const bool too_wide = !(st.variance <= kGuardVarianceFactor * best_var_ + 1e-12 * (1 + best_e_ * best_e_));
-    if (have_best_ && iter_ >= opt_.guard_start && (too_high || too_wide)) {
+    // The step guard: judge this iteration's estimate (of the parameters the last step made) against the lowest so
+    // far and the last accepted one (guard_verdict).
+    const GuardEstimate now{st.mean, st.error, st.variance};
+    const GuardEstimate best = guard_.best, last = guard_.last;  // before this iteration (for the messages)
+    bool new_lowest = false;
+    const GuardVerdict verdict = guard_.observe(opt_.guard_sigmas, now, iter_ >= opt_.guard_start, new_lowest);
+    if (verdict == GuardVerdict::Reject) {
       ++rejections_;
       require(rejections_ <= kGuardMaxRejections, "VMC energy ", st.mean, " +- ", st.error, " at iteration ", iter_,
-              " is above the run's lowest (", best_e_, " +- ", best_err_, ") after ", kGuardMaxRejections,
+              " is above the run's lowest (", best.energy, " +- ", best.error, ") after ", kGuardMaxRejections,
               " rejected steps (vmc.guard_sigmas): the wavefunction keeps diverging. Lower vmc.lr or raise "
               "vmc.diag_shift_final");
       shift_mult_ *= 10;
       std::string w = msg("VMC step rejected at iteration ", iter_, ": energy ", st.mean, " +- ", st.error,
-                          " (variance ", st.variance, ") against the run's lowest ", best_e_, " +- ", best_err_,
-                          " (variance ", best_var_, "; vmc.guard_sigmas = ", opt_.guard_sigmas,
-                          "); the parameters of that energy are restored and the diagonal shift is ", shift_mult_,
-                          "x its schedule from here on");
+                          " (variance ", st.variance, ") against the run's lowest ", best.energy, " +- ",
+                          best.error, " and the last accepted ", last.energy, " +- ", last.error, " (variances ",
+                          best.variance, ", ", last.variance, "; vmc.guard_sigmas = ", opt_.guard_sigmas,
+                          "); the parameters of the lowest energy are restored and the diagonal shift is ",
+                          shift_mult_, "x its schedule from here on");
       if (comm_.is_root()) std::fprintf(stderr, "attnphys: warning: %s\n", w.c_str());
       warnings_.push_back(std::move(w));
       Kokkos::deep_copy(buf.params(), best_params_);
@@ -317,14 +351,19 @@ VmcStep VmcDriver<T>::step() {
       out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return out;
     }
-    if (!have_best_ || st.mean < best_e_) {
+    if (verdict == GuardVerdict::Rebase) {
+      std::string w = msg("VMC step guard at iteration ", iter_, ": the parameters of the lowest energy ",
+                          best.energy, " +- ", best.error, ", restored at the last iteration, now give ", st.mean,
+                          " +- ", st.error, " (variance ", st.variance,
+                          "): the chains found configurations that estimate never saw, so this estimate becomes the "
+                          "lowest and the run goes on from it (diagonal shift ", shift_mult_, "x its schedule)");
+      if (comm_.is_root()) std::fprintf(stderr, "attnphys: warning: %s\n", w.c_str());
+      warnings_.push_back(std::move(w));
+    }
+    if (new_lowest) {
       if (best_params_.extent(0) != buf.params().extent(0))
         best_params_ = View1<T>("attnphys::vmc_best_params", buf.params().extent(0));
       Kokkos::deep_copy(best_params_, buf.params());
-      best_e_ = st.mean;
-      best_err_ = st.error;
-      best_var_ = st.variance;
-      have_best_ = true;
     }
   }
   const long M = samples_.extent(0), P = model_.n_parameters();
@@ -506,13 +545,17 @@ void VmcDriver<T>::save_checkpoint(const std::string& path) const {
     w.write("/trace/energy", trace_e_);
     w.write("/trace/variance", trace_v_);
   }
-  if (rejections_ > 0 || have_best_) {  // the step guard's state, so that a resumed run continues it exactly
+  if (rejections_ > 0 || guard_.have_best) {  // the step guard's state, so that a resumed run continues it exactly
     w.set_attr("/", "guard_rejections", rejections_);
     w.set_attr("/", "guard_shift_factor", shift_mult_);
-    if (have_best_) {
-      w.set_attr("/", "guard_best_energy", best_e_);
-      w.set_attr("/", "guard_best_error", best_err_);
-      w.set_attr("/", "guard_best_variance", best_var_);
+    if (guard_.have_best) {
+      w.set_attr("/", "guard_best_energy", guard_.best.energy);
+      w.set_attr("/", "guard_best_error", guard_.best.error);
+      w.set_attr("/", "guard_best_variance", guard_.best.variance);
+      w.set_attr("/", "guard_last_energy", guard_.last.energy);
+      w.set_attr("/", "guard_last_error", guard_.last.error);
+      w.set_attr("/", "guard_last_variance", guard_.last.variance);
+      w.set_attr("/", "guard_last_rejected", long(guard_.last_rejected));
       h5::write_view(w, "/guard/best_params", best_params_);
     }
   }
@@ -551,11 +594,17 @@ void VmcDriver<T>::load_checkpoint(const std::string& path) {
   adam_.set_steps_taken(r.attr_long("/", "adam_steps"));
   rejections_ = r.has_attr("/", "guard_rejections") ? r.attr_long("/", "guard_rejections") : 0;
   shift_mult_ = r.has_attr("/", "guard_shift_factor") ? r.attr_double("/", "guard_shift_factor") : 1.0;
-  have_best_ = r.has_attr("/", "guard_best_energy") && r.has("/guard/best_params");
-  if (have_best_) {
-    best_e_ = r.attr_double("/", "guard_best_energy");
-    best_err_ = r.attr_double("/", "guard_best_error");
-    best_var_ = r.attr_double("/", "guard_best_variance");
+  guard_ = StepGuardState{};
+  guard_.have_best = r.has_attr("/", "guard_best_energy") && r.has("/guard/best_params");
+  if (guard_.have_best) {
+    guard_.best = {r.attr_double("/", "guard_best_energy"), r.attr_double("/", "guard_best_error"),
+                   r.attr_double("/", "guard_best_variance")};
+    // Checkpoints from before the jump test have no last estimate: the lowest stands in for it.
+    guard_.last = r.has_attr("/", "guard_last_energy")
+                      ? GuardEstimate{r.attr_double("/", "guard_last_energy"), r.attr_double("/", "guard_last_error"),
+                                      r.attr_double("/", "guard_last_variance")}
+                      : guard_.best;
+    guard_.last_rejected = r.has_attr("/", "guard_last_rejected") && r.attr_long("/", "guard_last_rejected") != 0;
     best_params_ = View1<T>("attnphys::vmc_best_params", model_.parameters().params().extent(0));
     h5::read_view(r, "/guard/best_params", best_params_);
   }

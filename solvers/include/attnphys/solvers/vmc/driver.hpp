@@ -66,12 +66,19 @@ struct VmcOptions {
   long converge_window = 0;
   double converge_sigmas = 2.0;
   double converge_variance_drop = 0.1;
-  // Step guard (0: off). From iteration guard_start on, an iteration whose energy is not finite, lies more than
-  // guard_sigmas combined standard errors above the lowest energy of the run so far, or has more than
-  // kGuardVarianceFactor times that energy's variance, rejects the step that led there: the parameters go back to
-  // those of that lowest energy and the diagonal shift is multiplied by 10 for the rest of the run (each rejection
-  // again). A rejected iteration is logged (column `rejected`), takes no step, and is left out of the convergence
-  // criterion; after kGuardMaxRejections the run stops with an error as an unguarded run does on a NaN energy.
+  // Step guard (0: off). From iteration guard_start on, an iteration rejects the step that led there when its energy
+  // is not finite, or when it jumped: it lies more than guard_sigmas combined standard errors above both the lowest
+  // energy of the run so far and the last accepted iteration's, or its variance exceeds kGuardVarianceFactor times
+  // the larger of theirs (guard_verdict). A run that climbs back down from a worse state is not a divergence: a
+  // 128-site TFIM run whose chains found a region of bad local energies recovered step by step, 8.5 standard errors
+  // above its lowest, when a guard without the jump test restored the parameters of that lowest energy and with them
+  // the region's bad amplitudes. On a rejection the parameters go back to those of the lowest energy and the diagonal
+  // shift is multiplied by 10 for the rest of the run (each rejection again). A rejected iteration is logged (column
+  // `rejected`), takes no step, and is left out of the convergence criterion; after kGuardMaxRejections the run stops
+  // with an error as an unguarded run does on a NaN energy. When the iteration right after a rejection (the lowest
+  // energy's parameters, no step since) fails the test again, that lowest estimate no longer describes its own
+  // parameters under the chains as they are now (they found what it never saw): the iteration is accepted and its
+  // estimate becomes the lowest (GuardVerdict::Rebase), so the run goes on learning instead of rejecting forever.
   // Before guard_start the energy may rise for real (SR from a random start: +3.5 at 9 standard errors in the first
   // step of a 64-site TFIM transformer), so the guard waits.
   double guard_sigmas = 0;
@@ -96,6 +103,27 @@ struct VmcStep {
 
 inline constexpr long kGuardMaxRejections = 6;
 inline constexpr double kGuardVarianceFactor = 100;
+
+// One iteration's energy estimate as the step guard sees it.
+struct GuardEstimate {
+  double energy = 0, error = 0, variance = 0;
+};
+enum class GuardVerdict { Accept, Reject, Rebase };
+// The step guard's decision (VmcOptions::guard_sigmas) for the estimate `now`, given the lowest accepted estimate
+// `best`, the last accepted one `prev` (the lowest again right after a rejection) and whether the last iteration
+// was rejected. A non-finite energy or variance is always rejected.
+GuardVerdict guard_verdict(double sigmas, const GuardEstimate& now, const GuardEstimate& best,
+                           const GuardEstimate& prev, bool after_rejection);
+
+// The step guard's memory: the lowest accepted estimate, the last accepted one (the lowest again right after a
+// rejection) and whether the last iteration was rejected. observe() judges one iteration's estimate (`active`:
+// the guard may reject, i.e. iteration >= guard_start) and updates the memory; `new_lowest` says whether the
+// estimate became the lowest (its parameters are then the ones a rejection restores).
+struct StepGuardState {
+  bool have_best = false, last_rejected = false;
+  GuardEstimate best, last;
+  GuardVerdict observe(double sigmas, const GuardEstimate& now, bool active, bool& new_lowest);
+};
 
 template <class T>
 class VmcDriver {
@@ -166,8 +194,8 @@ class VmcDriver {
   std::vector<std::string> warnings_;
   std::vector<double> trace_e_, trace_v_;
   // Step guard: the lowest accepted energy so far, its error and parameters; rejections and the shift factor.
-  bool have_best_ = false;
-  double best_e_ = 0, best_err_ = 0, best_var_ = 0, shift_mult_ = 1;
+  StepGuardState guard_;
+  double shift_mult_ = 1;
   long rejections_ = 0;
   View1<T> best_params_;
   View2<T> samples_, o_re_, o_im_;
