@@ -416,11 +416,11 @@ class SR(_Keywords):
     iterations (default: two thirds of the first run); solver: auto (P×P or minSR, the smaller), pxp or minsr;
     precision: mixed (default: a single-precision Gram matrix and Cholesky factor precondition conjugate gradients on
     the double system, solved to a 1e-10 relative residual) or double. guard_sigmas (default 0: off) turns on the
-    step guard from iteration guard_start (default 100) on: an energy that is not finite, or that jumped (more than
-    guard_sigmas standard errors above both the run's lowest and the last accepted energy, or 100 times their
-    variance) rejects the step, restores the parameters of that lowest energy and multiplies the diagonal shift by 10
-    for the rest of the run (the step dicts say `rejected`); if the very next estimate of those parameters fails again,
-    it becomes the run's lowest and the run goes on (a warning says so)."""
+    step guard from iteration guard_start (default 100) on: an energy that is not finite, lies more than guard_sigmas
+    standard errors above the run's lowest or has 100 times its variance rejects the step, restores the parameters of
+    that lowest energy and multiplies the diagonal shift by 10 for the rest of the run (the step dicts say
+    `rejected`); if the very next estimate of those parameters fails again, it becomes the run's lowest and the run
+    goes on (a warning says so)."""
     _extra = {"diag_shift": "vmc.diag_shift", "diag_shift_final": "vmc.diag_shift_final",
               "diag_shift_steps": "vmc.diag_shift_steps", "rcond": "vmc.rcond", "solver": "vmc.optimizer",
               "precision": "vmc.sr_precision", "guard_sigmas": "vmc.guard_sigmas", "guard_start": "vmc.guard_start"}

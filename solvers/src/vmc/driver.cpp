@@ -44,10 +44,10 @@ void VmcOptions::declare(OptionSet& s, const std::string& p) {
   s.add(p + ".converge_variance_drop", &converge_variance_drop,
         "variance plateau: relative fall of the median variance below this over the last window", Range::closed(0, 1));
   s.add(p + ".guard_sigmas", &guard_sigmas,
-        "step guard (0: off): an energy that is not finite, or that jumped (more than this many standard errors "
-        "above both the run's lowest and the last accepted energy, or 100 times their variance) rejects the step, "
-        "restores the parameters of the lowest energy and multiplies the diagonal shift by 10 for the rest of the "
-        "run", Range::non_negative());
+        "step guard (0: off): an energy that is not finite, lies more than this many standard errors above the "
+        "run's lowest, or has 100 times that energy's variance rejects the step, restores the parameters of that "
+        "lowest energy and multiplies the diagonal shift by 10 for the rest of the run (a failed re-estimate right "
+        "after a rejection becomes the lowest instead)", Range::non_negative());
   s.add(p + ".guard_start", &guard_start, "first iteration the step guard may reject", Range::non_negative());
 }
 
@@ -63,24 +63,19 @@ double scheduled_diag_shift(const VmcOptions& o, long it) {
   return o.diag_shift * std::pow(o.diag_shift_final / o.diag_shift, f);
 }
 
-GuardVerdict guard_verdict(double sigmas, const GuardEstimate& now, const GuardEstimate& best,
-                           const GuardEstimate& prev, bool after_rejection) {
+GuardVerdict guard_verdict(double sigmas, const GuardEstimate& now, const GuardEstimate& best, bool after_rejection) {
   if (!std::isfinite(now.energy) || !std::isfinite(now.variance)) return GuardVerdict::Reject;
-  auto above = [&](const GuardEstimate& ref) {
-    return !(now.energy <= ref.energy + sigmas * std::sqrt(now.error * now.error + ref.error * ref.error));
-  };
-  const double var_ref = std::max(best.variance, prev.variance);
-  const bool wide = !(now.variance <= kGuardVarianceFactor * var_ref + 1e-12 * (1 + best.energy * best.energy));
-  if (!((above(best) && above(prev)) || wide)) return GuardVerdict::Accept;
+  const bool high = !(now.energy <= best.energy + sigmas * std::sqrt(now.error * now.error + best.error * best.error));
+  const bool wide = !(now.variance <= kGuardVarianceFactor * best.variance + 1e-12 * (1 + best.energy * best.energy));
+  if (!high && !wide) return GuardVerdict::Accept;
   return after_rejection ? GuardVerdict::Rebase : GuardVerdict::Reject;
 }
 
 GuardVerdict StepGuardState::observe(double sigmas, const GuardEstimate& now, bool active, bool& new_lowest) {
   new_lowest = false;
   GuardVerdict v = GuardVerdict::Accept;
-  if (have_best && active) v = guard_verdict(sigmas, now, best, last, last_rejected);
+  if (have_best && active) v = guard_verdict(sigmas, now, best, last_rejected);
   if (v == GuardVerdict::Reject) {
-    last = best;  // the parameters the next iteration estimates
     last_rejected = true;
     return v;
   }
@@ -91,7 +86,6 @@ GuardVerdict StepGuardState::observe(double sigmas, const GuardEstimate& now, bo
     best = now;
     have_best = true;
   }
-  last = now;
   return v;
 }
 
@@ -320,9 +314,9 @@ VmcStep VmcDriver<T>::step() {
   auto& buf = model_.parameters();
   if (opt_.guard_sigmas > 0) {
     // The step guard: judge this iteration's estimate (of the parameters the last step made) against the lowest so
-    // far and the last accepted one (guard_verdict).
+    // far (guard_verdict).
     const GuardEstimate now{st.mean, st.error, st.variance};
-    const GuardEstimate best = guard_.best, last = guard_.last;  // before this iteration (for the messages)
+    const GuardEstimate best = guard_.best;  // before this iteration (for the messages)
     bool new_lowest = false;
     const GuardVerdict verdict = guard_.observe(opt_.guard_sigmas, now, iter_ >= opt_.guard_start, new_lowest);
     if (verdict == GuardVerdict::Reject) {
@@ -334,10 +328,9 @@ VmcStep VmcDriver<T>::step() {
       shift_mult_ *= 10;
       std::string w = msg("VMC step rejected at iteration ", iter_, ": energy ", st.mean, " +- ", st.error,
                           " (variance ", st.variance, ") against the run's lowest ", best.energy, " +- ",
-                          best.error, " and the last accepted ", last.energy, " +- ", last.error, " (variances ",
-                          best.variance, ", ", last.variance, "; vmc.guard_sigmas = ", opt_.guard_sigmas,
-                          "); the parameters of the lowest energy are restored and the diagonal shift is ",
-                          shift_mult_, "x its schedule from here on");
+                          best.error, " (variance ", best.variance, "; vmc.guard_sigmas = ", opt_.guard_sigmas,
+                          "); the parameters of that energy are restored and the diagonal shift is ", shift_mult_,
+                          "x its schedule from here on");
       if (comm_.is_root()) std::fprintf(stderr, "attnphys: warning: %s\n", w.c_str());
       warnings_.push_back(std::move(w));
       Kokkos::deep_copy(buf.params(), best_params_);
@@ -552,9 +545,6 @@ void VmcDriver<T>::save_checkpoint(const std::string& path) const {
       w.set_attr("/", "guard_best_energy", guard_.best.energy);
       w.set_attr("/", "guard_best_error", guard_.best.error);
       w.set_attr("/", "guard_best_variance", guard_.best.variance);
-      w.set_attr("/", "guard_last_energy", guard_.last.energy);
-      w.set_attr("/", "guard_last_error", guard_.last.error);
-      w.set_attr("/", "guard_last_variance", guard_.last.variance);
       w.set_attr("/", "guard_last_rejected", long(guard_.last_rejected));
       h5::write_view(w, "/guard/best_params", best_params_);
     }
@@ -599,11 +589,6 @@ void VmcDriver<T>::load_checkpoint(const std::string& path) {
   if (guard_.have_best) {
     guard_.best = {r.attr_double("/", "guard_best_energy"), r.attr_double("/", "guard_best_error"),
                    r.attr_double("/", "guard_best_variance")};
-    // Checkpoints from before the jump test have no last estimate: the lowest stands in for it.
-    guard_.last = r.has_attr("/", "guard_last_energy")
-                      ? GuardEstimate{r.attr_double("/", "guard_last_energy"), r.attr_double("/", "guard_last_error"),
-                                      r.attr_double("/", "guard_last_variance")}
-                      : guard_.best;
     guard_.last_rejected = r.has_attr("/", "guard_last_rejected") && r.attr_long("/", "guard_last_rejected") != 0;
     best_params_ = View1<T>("attnphys::vmc_best_params", model_.parameters().params().extent(0));
     h5::read_view(r, "/guard/best_params", best_params_);
