@@ -632,6 +632,50 @@ TEST(VmcDriver, StepGuardStateResumesExactlyFromACheckpoint) {
   EXPECT_EQ(ones, 1);
 }
 
+// A rejection holds the convergence criterion for a whole window: here the criterion alone (any energy and
+// variance count as flat) would stop the run as soon as it may, at 20 iterations.
+TEST(VmcDriver, AGuardEventHoldsConvergenceForAWindow) {
+  const auto m = tfim8();
+  spin::SpinHamiltonian H(m);
+  for (const bool spoiled : {false, true}) {
+    Rbm<double> rbm(m.n, RbmOptions{1.0, false, true, 0.05, 7});
+    auto o = quick_options();
+    o.guard_sigmas = 8;
+    o.guard_start = 10;
+    o.diag_shift_steps = 20;
+    o.converge_window = 5;
+    o.converge_sigmas = 1e9;
+    o.converge_variance_drop = 1;
+    VmcDriver<double> driver(rbm, H, o);
+    auto spoil = [&](const VmcStep& s) {
+      if (spoiled && s.iteration == 18) {
+        auto p = rbm.parameters().get_host();
+        for (auto& x : p) x += 0.7;
+        rbm.parameters().set_host(p);
+        driver.sampler().refresh();
+      }
+      return true;
+    };
+    if (!spoiled) {
+      EXPECT_EQ(driver.run(100, nullptr, {spoil}).size(), 20u);
+      continue;
+    }
+    const auto hist = driver.run(21, nullptr, {spoil});
+    ASSERT_EQ(hist.size(), 21u);
+    ASSERT_EQ(driver.guard_rejections(), 1);
+    EXPECT_TRUE(hist[19].rejected);
+    const auto dir = attnphys::test::scratch_dir("vmc_guard_window");
+    const std::string path = (dir / "ckpt.h5").string();
+    driver.save_checkpoint(path);
+    EXPECT_EQ(driver.run(100).size(), 4u);  // iterations 21-24: the window after the rejection at 19 ends at 24
+    // A run resumed inside the window keeps waiting for its end.
+    Rbm<double> b(m.n, RbmOptions{1.0, false, true, 0.05, 99});
+    VmcDriver<double> resumed(b, H, o);
+    resumed.load_checkpoint(path);
+    EXPECT_EQ(resumed.run(100).size(), 4u);
+  }
+}
+
 // The guard's decision, replayed on two logged runs (energy, error, variance per iteration; guard_sigmas = 8).
 TEST(StepGuard, RejectsARiseAndTakesAFailedReEstimateOfTheLowestAsTheNewLowest) {
   // TFIM N = 128, transformer xxs seed 1 (2026-12-06), iterations 150-182: at 175 the chains found configurations

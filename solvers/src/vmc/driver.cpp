@@ -335,6 +335,7 @@ VmcStep VmcDriver<T>::step() {
       warnings_.push_back(std::move(w));
       Kokkos::deep_copy(buf.params(), best_params_);
       if (sampler_) sampler_->refresh();
+      guard_event_ = iter_;
       out.rejected = true;
       out.diag_shift = scheduled_diag_shift(opt_, iter_) * shift_mult_;
       out.update_seconds = lap();
@@ -352,6 +353,7 @@ VmcStep VmcDriver<T>::step() {
                           "lowest and the run goes on from it (diagonal shift ", shift_mult_, "x its schedule)");
       if (comm_.is_root()) std::fprintf(stderr, "attnphys: warning: %s\n", w.c_str());
       warnings_.push_back(std::move(w));
+      guard_event_ = iter_;
     }
     if (new_lowest) {
       if (best_params_.extent(0) != buf.params().extent(0))
@@ -546,6 +548,7 @@ void VmcDriver<T>::save_checkpoint(const std::string& path) const {
       w.set_attr("/", "guard_best_error", guard_.best.error);
       w.set_attr("/", "guard_best_variance", guard_.best.variance);
       w.set_attr("/", "guard_last_rejected", long(guard_.last_rejected));
+      w.set_attr("/", "guard_last_event", guard_event_);
       h5::write_view(w, "/guard/best_params", best_params_);
     }
   }
@@ -602,6 +605,17 @@ void VmcDriver<T>::load_checkpoint(const std::string& path) {
             " is inconsistent: its energy trace has ", trace_e_.size(), " entries and its variance trace ",
             trace_v_.size(), " for ", iter_, " iterations");
   }
+  // The last guard event; checkpoints from before it was kept: the last rejection, a NaN in the trace.
+  guard_event_ = -1;
+  if (r.has_attr("/", "guard_last_event")) {
+    guard_event_ = r.attr_long("/", "guard_last_event");
+  } else {
+    for (long k = long(trace_e_.size()) - 1; k >= 0; --k)
+      if (std::isnan(trace_e_[k])) {
+        guard_event_ = k;
+        break;
+      }
+  }
 }
 
 template <class T>
@@ -617,6 +631,8 @@ ConvergenceCriterion VmcDriver<T>::convergence_criterion() const {
 template <class T>
 bool VmcDriver<T>::converged() const {
   // A checkpoint from before the trace was kept has fewer entries than iterations: the criterion sees what is there.
+  // After a guard event the run needs a whole window without one (VmcOptions::guard_sigmas).
+  if (guard_event_ >= 0 && iter_ - guard_event_ <= opt_.converge_window) return false;
   return plateaued(trace_e_, trace_v_, convergence_criterion());
 }
 

@@ -79,7 +79,10 @@ struct VmcOptions {
   // 128-site TFIM run did: its chains found a region of bad local energies, the run was climbing back down when the
   // guard restored the lowest energy's parameters, and those gave -154 to -149 against the lowest -162.56, six times.
   // Before guard_start the energy may rise for real (SR from a random start: +3.5 at 9 standard errors in the first
-  // step of a 64-site TFIM transformer), so the guard waits.
+  // step of a 64-site TFIM transformer), so the guard waits. A run does not count as converged (converge_window)
+  // until converge_window iterations have passed since the guard last rejected or rebased: the plateau criterion
+  // reads a rise as "no improvement", and the same 128-site run stopped 6 iterations after a rebase, at a relative
+  // error of 8.1e-4 where its estimates had been 2e-5 before the disturbance.
   double guard_sigmas = 0;
   long guard_start = 100;
 
@@ -192,6 +195,7 @@ class VmcDriver {
   std::vector<double> trace_e_, trace_v_;
   // Step guard: the lowest accepted energy so far, its error and parameters; rejections and the shift factor.
   StepGuardState guard_;
+  long guard_event_ = -1;  // the last iteration the guard rejected or rebased (-1: none)
   double shift_mult_ = 1;
   long rejections_ = 0;
   View1<T> best_params_;
