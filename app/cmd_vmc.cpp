@@ -61,6 +61,7 @@ void register_vmc(CLI::App& app) {
       j.set("v_score", r.v_score).set("tau", r.tau).set("r_hat", r.r_hat).set("acceptance", r.acceptance);
       j.set("n_parameters", r.n_parameters).set("iterations", r.iterations).set("n_samples", r.n_samples);
       j.set("converged", r.converged).set("guard_rejections", r.guard_rejections);
+      j.set("guard_false_alarms", r.guard_false_alarms);
       j.set("seconds", r.seconds).set("step_seconds", r.step_seconds).set("estimate_seconds", r.estimate_seconds);
       j.set("n_ranks", Comm::world().size());
       if (r.reference) {

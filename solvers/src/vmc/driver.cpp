@@ -77,9 +77,13 @@ GuardVerdict StepGuardState::observe(double sigmas, const GuardEstimate& now, bo
   if (have_best && active) v = guard_verdict(sigmas, now, best, last_rejected);
   if (v == GuardVerdict::Reject) {
     last_rejected = true;
+    ++rejections;
     return v;
   }
-  if (v == GuardVerdict::Rebase) best = now;  // the parameters are the lowest's already (restored, no step since)
+  if (v == GuardVerdict::Rebase) {
+    best = now;  // the parameters are the lowest's already (restored, no step since)
+    ++false_alarms;
+  }
   last_rejected = false;
   new_lowest = !have_best || now.energy < best.energy;
   if (new_lowest) {
@@ -320,11 +324,10 @@ VmcStep VmcDriver<T>::step() {
     bool new_lowest = false;
     const GuardVerdict verdict = guard_.observe(opt_.guard_sigmas, now, iter_ >= opt_.guard_start, new_lowest);
     if (verdict == GuardVerdict::Reject) {
-      ++rejections_;
-      require(rejections_ <= kGuardMaxRejections, "VMC energy ", st.mean, " +- ", st.error, " at iteration ", iter_,
-              " is above the run's lowest (", best.energy, " +- ", best.error, ") after ", kGuardMaxRejections,
-              " rejected steps (vmc.guard_sigmas): the wavefunction keeps diverging. Lower vmc.lr or raise "
-              "vmc.diag_shift_final");
+      require(guard_.counted_rejections() <= kGuardMaxRejections, "VMC energy ", st.mean, " +- ", st.error,
+              " at iteration ", iter_, " is above the run's lowest (", best.energy, " +- ", best.error, ") after ",
+              kGuardMaxRejections, " rejected steps (vmc.guard_sigmas): the wavefunction keeps diverging. Lower "
+              "vmc.lr or raise vmc.diag_shift_final");
       shift_mult_ *= 10;
       std::string w = msg("VMC step rejected at iteration ", iter_, ": energy ", st.mean, " +- ", st.error,
                           " (variance ", st.variance, ") against the run's lowest ", best.energy, " +- ",
@@ -350,7 +353,9 @@ VmcStep VmcDriver<T>::step() {
                           best.energy, " +- ", best.error, ", restored at the last iteration, now give ", st.mean,
                           " +- ", st.error, " (variance ", st.variance,
                           "): the chains found configurations that estimate never saw, so this estimate becomes the "
-                          "lowest and the run goes on from it (diagonal shift ", shift_mult_, "x its schedule)");
+                          "lowest and the run goes on from it (diagonal shift ", shift_mult_, "x its schedule); the rejection "
+                          "before it was a false alarm and does not count toward the guard's limit of ",
+                          kGuardMaxRejections);
       if (comm_.is_root()) std::fprintf(stderr, "attnphys: warning: %s\n", w.c_str());
       warnings_.push_back(std::move(w));
       guard_event_ = iter_;
@@ -540,8 +545,9 @@ void VmcDriver<T>::save_checkpoint(const std::string& path) const {
     w.write("/trace/energy", trace_e_);
     w.write("/trace/variance", trace_v_);
   }
-  if (rejections_ > 0 || guard_.have_best) {  // the step guard's state, so that a resumed run continues it exactly
-    w.set_attr("/", "guard_rejections", rejections_);
+  if (guard_.rejections > 0 || guard_.have_best) {  // the step guard's state: a resumed run continues it exactly
+    w.set_attr("/", "guard_rejections", guard_.rejections);
+    w.set_attr("/", "guard_false_alarms", guard_.false_alarms);
     w.set_attr("/", "guard_shift_factor", shift_mult_);
     if (guard_.have_best) {
       w.set_attr("/", "guard_best_energy", guard_.best.energy);
@@ -585,9 +591,11 @@ void VmcDriver<T>::load_checkpoint(const std::string& path) {
   }
   iter_ = r.attr_long("/", "iteration");
   adam_.set_steps_taken(r.attr_long("/", "adam_steps"));
-  rejections_ = r.has_attr("/", "guard_rejections") ? r.attr_long("/", "guard_rejections") : 0;
   shift_mult_ = r.has_attr("/", "guard_shift_factor") ? r.attr_double("/", "guard_shift_factor") : 1.0;
   guard_ = StepGuardState{};
+  guard_.rejections = r.has_attr("/", "guard_rejections") ? r.attr_long("/", "guard_rejections") : 0;
+  // Checkpoints from before false alarms were counted: none (every rejection counts, as it did then).
+  guard_.false_alarms = r.has_attr("/", "guard_false_alarms") ? r.attr_long("/", "guard_false_alarms") : 0;
   guard_.have_best = r.has_attr("/", "guard_best_energy") && r.has("/guard/best_params");
   if (guard_.have_best) {
     guard_.best = {r.attr_double("/", "guard_best_energy"), r.attr_double("/", "guard_best_error"),

@@ -162,6 +162,7 @@ VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const Vmc
   out.iterations = driver.iteration();
   out.converged = driver.converged();
   out.guard_rejections = driver.guard_rejections();
+  out.guard_false_alarms = driver.guard_false_alarms();
   if (!out.history.empty()) {
     std::vector<double> t;
     for (const auto& s : out.history) t.push_back(s.seconds);

@@ -72,6 +72,11 @@ struct VmcOptions {
   // those of that lowest energy and the diagonal shift is multiplied by 10 for the rest of the run (each rejection
   // again). A rejected iteration is logged (column `rejected`), takes no step, and is left out of the convergence
   // criterion; after kGuardMaxRejections the run stops with an error as an unguarded run does on a NaN energy.
+  // A rejection whose re-estimate rebases (below) was a false alarm: the restored parameters fail too, so the step
+  // was not the cause, and it does not count toward kGuardMaxRejections. A 16-site Heisenberg transformer near its
+  // ground state (variance ~0.007) had chains stuck for 2-9 iterations at a time in configurations of huge local
+  // energy (variance 1-3) even with its steps frozen; five of its seven rejections rebased, and the run gave up at
+  // 1e-4 relative error before this rule.
   // When the iteration right after a rejection (the lowest energy's own parameters, no step since) fails the test
   // again, that lowest estimate no longer describes its parameters under the chains as they are now: they found
   // configurations it never saw. The iteration is then accepted and its estimate becomes the lowest
@@ -115,13 +120,16 @@ enum class GuardVerdict { Accept, Reject, Rebase };
 // `best` and whether the last iteration was rejected. A non-finite energy or variance is always rejected.
 GuardVerdict guard_verdict(double sigmas, const GuardEstimate& now, const GuardEstimate& best, bool after_rejection);
 
-// The step guard's memory: the lowest accepted estimate and whether the last iteration was rejected. observe()
-// judges one iteration's estimate (`active`: the guard may reject, i.e. iteration >= guard_start) and updates the
-// memory; `new_lowest` says whether the estimate became the lowest (its parameters are then the ones a rejection
-// restores).
+// The step guard's memory: the lowest accepted estimate, whether the last iteration was rejected, and the counts of
+// rejections and of false alarms (rejections whose re-estimate rebased). observe() judges one iteration's estimate
+// (`active`: the guard may reject, i.e. iteration >= guard_start) and updates the memory; `new_lowest` says whether
+// the estimate became the lowest (its parameters are then the ones a rejection restores).
 struct StepGuardState {
   bool have_best = false, last_rejected = false;
   GuardEstimate best;
+  long rejections = 0, false_alarms = 0;
+  // The rejections that count toward kGuardMaxRejections: those the re-estimate did not show to be false alarms.
+  long counted_rejections() const { return rejections - false_alarms; }
   GuardVerdict observe(double sigmas, const GuardEstimate& now, bool active, bool& new_lowest);
 };
 
@@ -176,7 +184,9 @@ class VmcDriver {
   static std::vector<std::string> log_columns(bool guard = false);
   static std::vector<double> log_row(const VmcStep& s, bool guard = false);
   // Step guard state (VmcOptions::guard_sigmas): rejections so far and the factor on the scheduled diagonal shift.
-  long guard_rejections() const { return rejections_; }
+  long guard_rejections() const { return guard_.rejections; }
+  // Rejections whose re-estimate rebased (false alarms: not counted toward kGuardMaxRejections).
+  long guard_false_alarms() const { return guard_.false_alarms; }
   double guard_shift_factor() const { return shift_mult_; }
 
  private:
@@ -197,7 +207,6 @@ class VmcDriver {
   StepGuardState guard_;
   long guard_event_ = -1;  // the last iteration the guard rejected or rebased (-1: none)
   double shift_mult_ = 1;
-  long rejections_ = 0;
   View1<T> best_params_;
   View2<T> samples_, o_re_, o_im_;
   View1<T> lp_re_, lp_im_, e_re_, e_im_, delta_;

@@ -86,6 +86,7 @@ struct VmcRunResult {
   // first.
   bool converged = false;
   long guard_rejections = 0;     // steps the step guard rejected (vmc.guard_sigmas)
+  long guard_false_alarms = 0;   // ... of which the re-estimate rebased (not counted toward the guard's limit)
   double seconds = 0;
   double step_seconds = 0;       // median wall time of one VMC iteration (0 without iterations)
   double estimate_seconds = 0;   // wall time of the final estimate (sampling and local energies)
