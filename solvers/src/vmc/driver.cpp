@@ -47,7 +47,8 @@ void VmcOptions::declare(OptionSet& s, const std::string& p) {
         "step guard (0: off): an energy that is not finite, lies more than this many standard errors above the "
         "run's lowest, or has 100 times that energy's variance rejects the step, restores the parameters of that "
         "lowest energy and multiplies the diagonal shift by 10 for the rest of the run (a failed re-estimate right "
-        "after a rejection becomes the lowest instead)", Range::non_negative());
+        "after a rejection becomes the lowest instead, and that rejection does not count toward the six after which the "
+        "guard gives up)", Range::non_negative());
   s.add(p + ".guard_start", &guard_start, "first iteration the step guard may reject", Range::non_negative());
 }
 
