@@ -632,6 +632,40 @@ TEST(VmcDriver, StepGuardStateResumesExactlyFromACheckpoint) {
   EXPECT_EQ(ones, 1);
 }
 
+// A false alarm: the step at 5 is spoiled, the guard rejects at 6 and restores the lowest energy's parameters, and
+// the test spoils those too, as chains stuck in a bad region would leave their estimate bad with no step taken. The
+// re-estimate at 7 fails, rebases, and undoes the rejection: the shift is back on its schedule and the rejection does
+// not count toward the limit. The same without the second spoiling: a true rejection, counted, shift 10x.
+TEST(VmcDriver, AFalseAlarmUndoesItsShiftRaiseAndDoesNotCount) {
+  const auto m = tfim8();
+  spin::SpinHamiltonian H(m);
+  for (const bool stuck : {false, true}) {
+    auto o = quick_options();
+    o.sampler.n_samples = 256;
+    o.guard_sigmas = 8;
+    o.guard_start = 2;
+    Rbm<double> rbm(m.n, RbmOptions{1.0, true, true, 0.05, 7});
+    VmcDriver<double> driver(rbm, H, o);
+    auto spoil = [&](const VmcStep& s) {
+      if (s.iteration == 5 || (stuck && s.rejected)) {
+        auto p = rbm.parameters().get_host();
+        for (auto& x : p) x += 0.7;
+        rbm.parameters().set_host(p);
+        driver.sampler().refresh();
+      }
+      return true;
+    };
+    const auto hist = driver.run(10, nullptr, {spoil});
+    ASSERT_EQ(hist.size(), 10u);
+    EXPECT_TRUE(hist[6].rejected) << stuck;
+    EXPECT_FALSE(hist[7].rejected) << stuck;
+    EXPECT_EQ(driver.guard_rejections(), 1) << stuck;
+    EXPECT_EQ(driver.guard_false_alarms(), stuck ? 1 : 0);
+    EXPECT_EQ(driver.guard_shift_factor(), stuck ? 1.0 : 10.0);
+    EXPECT_DOUBLE_EQ(hist[8].diag_shift, scheduled_diag_shift(o, 8) * (stuck ? 1 : 10)) << stuck;
+  }
+}
+
 // A rejection holds the convergence criterion for a whole window: here the criterion alone (any energy and
 // variance count as flat) would stop the run as soon as it may, at 20 iterations.
 TEST(VmcDriver, AGuardEventHoldsConvergenceForAWindow) {
