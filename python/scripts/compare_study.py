@@ -21,7 +21,8 @@ Every run is a *point* with its own result file `<out>/points/<key>.json`, writt
 a point whose file exists is never run again. A VMC point checkpoints every --checkpoint-every iterations into
 `<work>/<key>.h5` (default work: <out>/work), and a point that was interrupted (kill -9 included) resumes from its
 checkpoint and ends bit-identical to an uninterrupted run. `<out>/study.log` records what each invocation started,
-skipped, resumed and finished. One command per size:
+skipped, resumed and finished; one study runs on a folder at a time (a second stops at once: `<out>/.study.lock`).
+One command per size:
 
     /usr/bin/python3 python/scripts/compare_study.py --n 16 --out docs/study
     /usr/bin/python3 python/scripts/compare_study.py --n 32 --out docs/study     # and so on; rerun to continue
@@ -39,6 +40,7 @@ Outputs (each written atomically, rebuilt from every point file on each invocati
 """
 import argparse
 import csv
+import fcntl
 import json
 import math
 import os
@@ -605,6 +607,25 @@ def parse_args(argv=None):
     return a
 
 
+def lock_study(out):
+    """Holds <out>/.study.lock for the life of this process (the kernel drops it when the process dies, kill -9
+    included), so that a second study on the same folder stops at once instead of running the same points beside the
+    first: two runs of one point write one checkpoint and one log, and their times count each other's load."""
+    f = open(os.path.join(out, ".study.lock"), "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        pid = f.read().strip() or "?"
+        sys.exit(f"compare_study: another study is running on {out} (pid {pid}); wait for it to finish or stop it "
+                 f"(it resumes), or give this one its own --out")
+    f.seek(0)
+    f.truncate()
+    f.write(f"{os.getpid()}\n")
+    f.flush()
+    return f
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.list_sizes:
@@ -615,6 +636,7 @@ def main(argv=None):
     os.makedirs(args.work, exist_ok=True)
     log = StudyLog(os.path.join(args.out, "study.log"))
     if not args.tables_only:
+        lock = lock_study(args.out)  # noqa: F841 (held until the process ends)
         log(f"study: {' '.join(sys.argv[1:] if argv is None else argv)}")
         done = set(n[:-5] for n in os.listdir(os.path.join(args.out, "points")) if n.endswith(".json"))
         for n in args.n:

@@ -256,6 +256,24 @@ def test_a_study_refuses_to_mix_points_made_with_other_settings(reference_run, t
     assert {n: (out / "points" / n).read_bytes() for n in os.listdir(out / "points")} == before
 
 
+def test_a_second_study_on_the_same_folder_stops_at_once(tmp_path):
+    # Two processes on one --out ran the same points at once (2026-12-06): they wrote one checkpoint and one log,
+    # and both crashed on the mixed log. While one holds the folder, a second stops before running anything, and it
+    # says which process holds it; once the first is gone (here: its lock released) the study runs.
+    out = tmp_path / "study"
+    os.makedirs(out)
+    mod = load_module()
+    held = mod.lock_study(str(out))
+    r = subprocess.run(study(out, ["--ansatze", "dmrg"]), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    assert r.returncode != 0
+    assert f"another study is running on {out} (pid {os.getpid()})" in r.stderr, r.stderr
+    assert not os.listdir(out / "points")
+    held.close()
+    subprocess.run(study(out, ["--ansatze", "dmrg"]), check=True, env=ENV, stdout=subprocess.PIPE)
+    assert os.path.exists(out / "points" / "tfim_n6_dmrg.json")
+
+
 def test_tables_only_redraws_the_plots(reference_run, tmp_path):
     pytest.importorskip("matplotlib")
     import shutil
