@@ -47,8 +47,8 @@ void VmcOptions::declare(OptionSet& s, const std::string& p) {
         "step guard (0: off): an energy that is not finite, lies more than this many standard errors above the "
         "run's lowest, or has 100 times that energy's variance rejects the step, restores the parameters of that "
         "lowest energy and multiplies the diagonal shift by 10 for the rest of the run (a failed re-estimate right "
-        "after a rejection becomes the lowest instead: that rejection was a false alarm, its raise of the shift is "
-        "undone and it does not count toward the six after which the guard gives up)",
+        "after a rejection becomes the lowest instead: that rejection was a false alarm and does not count toward the "
+        "six after which the guard gives up; the raised shift stays)",
         Range::non_negative());
   s.add(p + ".guard_start", &guard_start, "first iteration the step guard may reject", Range::non_negative());
 }
@@ -352,14 +352,13 @@ VmcStep VmcDriver<T>::step() {
       return out;
     }
     if (verdict == GuardVerdict::Rebase) {
-      shift_mult_ = std::max(1.0, shift_mult_ / 10);  // the rejection's raise of the shift is undone
       std::string w = msg("VMC step guard at iteration ", iter_, ": the parameters of the lowest energy ", best.energy,
                           " +- ", best.error, ", restored at the last iteration, now give ", st.mean, " +- ", st.error,
                           " (variance ", st.variance,
                           "): the chains found configurations that estimate never saw, so this estimate becomes the "
                           "lowest and the run goes on from it; the rejection before it was a false alarm: it does not "
                           "count toward the guard's limit of ",
-                          kGuardMaxRejections, ", and the diagonal shift goes back to ", shift_mult_, "x its schedule");
+                          kGuardMaxRejections, " (the diagonal shift stays at ", shift_mult_, "x its schedule)");
       if (comm_.is_root()) std::fprintf(stderr, "attnphys: warning: %s\n", w.c_str());
       warnings_.push_back(std::move(w));
       guard_event_ = iter_;
