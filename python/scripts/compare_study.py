@@ -306,6 +306,9 @@ def load_points(out):
     return pts
 
 
+BELOW_EXACT_SIGMAS = 5  # a VMC estimate further below the exact energy than this is not variational
+
+
 def point_rows(points):
     rows = []
     for p in points:
@@ -319,6 +322,17 @@ def point_rows(points):
             row = {k: p.get(k) for k in POINT_COLUMNS}
             row["error_bound"] = math.inf
             row["failed"] = p["failed"]
+            rows.append(row)
+        elif p["energy"] < p["reference"] - BELOW_EXACT_SIGMAS * p["energy_error"] - 1e-9 * abs(p["reference"]):
+            # Far below the exact energy: not a variational estimate. A Heisenberg N = 32 run whose Metropolis chains
+            # froze (acceptance 0 from some iteration on) estimated -18.02 +- 0.32 against the exact -13.997; its
+            # bound would be 2 sigma alone. Such a point reaches no eps.
+            row = {k: p.get(k) for k in POINT_COLUMNS}
+            row["error_bound"] = math.inf
+            row["failed"] = (f"energy {p['energy']:.6g} +- {p['energy_error']:.2g} lies "
+                             f"{(p['reference'] - p['energy']) / max(p['energy_error'], 1e-300):.0f} standard errors "
+                             f"below the exact {p['reference']:.6g}: not a variational estimate (its sampler did not "
+                             f"mix)")
             rows.append(row)
         else:
             row = {k: p.get(k) for k in POINT_COLUMNS}
