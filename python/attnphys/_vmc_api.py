@@ -421,7 +421,8 @@ class SR(_Keywords):
     that lowest energy and multiplies the diagonal shift by 10 for the rest of the run (the step dicts say
     `rejected`); if the very next estimate of those parameters fails again, it becomes the run's lowest and the run
     goes on (a warning says so); that rejection was a false alarm and does not count toward the six after which the
-    guard gives up (the raised shift stays). A run with a convergence window does not stop within a window of a rejection."""
+    guard gives up (the raised shift stays). A run with a convergence window does not stop within a window of a
+    rejection."""
     _extra = {"diag_shift": "vmc.diag_shift", "diag_shift_final": "vmc.diag_shift_final",
               "diag_shift_steps": "vmc.diag_shift_steps", "rcond": "vmc.rcond", "solver": "vmc.optimizer",
               "precision": "vmc.sr_precision", "guard_sigmas": "vmc.guard_sigmas", "guard_start": "vmc.guard_start"}
