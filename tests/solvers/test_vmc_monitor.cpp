@@ -11,6 +11,7 @@
 #include "attnphys/solvers/vmc/driver.hpp"
 #include "attnphys/solvers/vmc/monitor.hpp"
 #include "attnphys/solvers/vmc/rbm.hpp"
+#include "attnphys/solvers/vmc/run.hpp"
 
 using namespace attnphys;
 using namespace attnphys::vmc;
@@ -21,9 +22,9 @@ spin::ChainModel chain(const std::string& model, int n, double h = 1.0) {
   m.model = spin::parse_model_kind(model), m.n = n, m.bc = spin::Boundary::Open, m.h = h;
   return m;
 }
-VmcStep step(long it, double e, double err, double v_score) {
+VmcStep step(long it, double e, double err, double v_score, double acceptance = 0, long sweep = 0) {
   VmcStep s;
-  s.iteration = it, s.energy = e, s.error = err, s.v_score = v_score;
+  s.iteration = it, s.energy = e, s.error = err, s.v_score = v_score, s.acceptance = acceptance, s.sweep = sweep;
   return s;
 }
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
@@ -70,6 +71,69 @@ TEST(VmcMonitor, QuietWhileImprovingBelowTheBoundOrConverged) {
   // Above the bound but within two error bars of it: not a warning.
   ProgressMonitor e(ProductBound{-1.75, "Neel"}, ProgressWarningOptions{0, 0, 1e-2});
   EXPECT_TRUE(e.observe(step(0, -1.70, 0.05, 0.5)).empty());
+}
+
+TEST(VmcMonitor, WarnsOnceWhenTheMetropolisChainsFreeze) {
+  ProgressMonitor m(ProductBound{-1.75, "Neel"}, ProgressWarningOptions{0, 0, 1e-2, 3, 1e-3});
+  std::vector<std::string> all;
+  auto feed = [&](long it, double acceptance, long sweep = 1) {
+    for (auto& w : m.observe(step(it, -3.0, 0.01, 0.1, acceptance, sweep)))
+      all.push_back(std::to_string(it) + ": " + w);
+  };
+  for (long it = 0; it < 10; ++it) feed(it, 0.1);
+  feed(10, 0), feed(11, 5e-4), feed(12, 0.02);       // two frozen iterations, then a move again: not yet
+  for (long it = 13; it < 16; ++it) feed(it, 0, 0);  // exact sampling (sweep 0) has no chains to freeze
+  EXPECT_TRUE(all.empty()) << all[0];
+  for (long it = 16; it < 30; ++it) feed(it, 0);  // frozen from 16 on: warned at the third, once
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_TRUE(contains(all[0],
+                       "18: the Metropolis chains have accepted no move for 3 iterations (acceptance 0 at "
+                       "iteration 18)"))
+      << all[0];
+  EXPECT_TRUE(contains(all[0], "can fall below the ground state's")) << all[0];
+  EXPECT_TRUE(contains(all[0], "vmc.guard_sigmas")) << all[0];
+}
+
+TEST(VmcMonitor, TheFrozenHeisenbergRunOfTheStudyIsCaughtThreeIterationsIn) {
+  // Issue 20's Heisenberg N = 32 xxxs seed 2 (its log, iterations 296-305, sweep 32): one step blew the
+  // wavefunction up (E = 1.8e57 at iteration 299), then every chain stopped in the configuration it had reached and
+  // the run "converged" 54 iterations later at -18.02 +- 0.32, below the exact -13.997. The warning comes at 302.
+  const double energy[] = {-7.477339489, -7.808185039, -11.87155527, 1.790764957e+57, -18.015625,
+                           -18.015625,   -18.015625,   -18.015625,   -18.015625,      -18.015625};
+  const double error[] = {0.1138, 0.0905, 1.204, 1.671e+57, 0.3148, 0.3148, 0.3148, 0.3148, 0.3148, 0.3148};
+  const double acceptance[] = {0.8406, 0.8830, 0.5128, 0.0336, 0, 0, 0, 0, 0, 0};
+  ProgressMonitor m(ProductBound{-7.75, "Neel"});  // (N - 1) / 4 below zero: Neel on 32 open sites
+  std::vector<std::string> all;
+  for (int k = 0; k < 10; ++k)
+    for (auto& w : m.observe(step(296 + k, energy[k], error[k], 0.3, acceptance[k], 32))) all.push_back(w);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_TRUE(contains(all[0], "for 3 iterations (acceptance 0 at iteration 302)")) << all[0];
+}
+
+TEST(VmcMonitor, AFrozenRunSaysSoInItsResultAndOfItsFinalEstimate) {
+  // A real RBM whose weights are huge (N(0, 30^2)) has |psi|^2 peaked so sharply that every Metropolis chain climbs
+  // to a local maximum and stays: acceptance 0. run_vmc's result (the CLI's JSON "warnings", Python's
+  // result["warnings"]) carries the driver's warning and the final estimate's.
+  VmcRunConfig cfg;
+  OptionSet set;
+  cfg.declare(set);
+  set.set_all({"model.model=tfim", "model.n=8", "ansatz.kind=rbm", "rbm.complex=false", "rbm.init_std=30",
+               "vmc.n_iter=8", "vmc.lr=1e-9", "sampler.n_samples=256", "run.final_samples=1024", "run.reference=none"});
+  cfg.apply_defaults(set);
+  const auto r = run_vmc(cfg, nullptr);
+  ASSERT_EQ(r.history.size(), 8u);
+  EXPECT_LE(r.history.back().acceptance, 1e-3);
+  EXPECT_LE(r.acceptance, 1e-3);
+  ASSERT_EQ(r.warnings.size(), 2u);
+  EXPECT_TRUE(contains(r.warnings[0], "the Metropolis chains have accepted")) << r.warnings[0];
+  EXPECT_TRUE(contains(r.warnings[1], "the final estimate's Metropolis chains accepted")) << r.warnings[1];
+  EXPECT_TRUE(contains(r.warnings[1], "not a variational estimate")) << r.warnings[1];
+  // The same chain with a small initialisation samples freely: no such warning.
+  set.set("rbm.init_std=0.01");
+  cfg.apply_defaults(set);
+  const auto ok = run_vmc(cfg, nullptr);
+  EXPECT_GT(ok.acceptance, 0.05);
+  for (const auto& w : ok.warnings) EXPECT_FALSE(contains(w, "Metropolis chains")) << w;
 }
 
 TEST(VmcMonitor, TheDriverRaisesTheWarningOfTheStuckRbmOnTheHeisenbergChain) {

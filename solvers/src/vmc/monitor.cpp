@@ -84,6 +84,20 @@ ProgressMonitor::ProgressMonitor(ProductBound bound, ProgressWarningOptions opti
 std::vector<std::string> ProgressMonitor::observe(const VmcStep& s) {
   std::vector<std::string> out;
   if (!std::isfinite(s.energy)) return out;  // the driver stops on a non-finite energy itself
+  // Exact sampling (sweep 0) has no chains to freeze; its acceptance is reported as 1.
+  frozen_run_ = s.sweep > 0 && s.acceptance <= opt_.frozen_acceptance ? frozen_run_ + 1 : 0;
+  if (!warned_frozen_ && opt_.frozen_iterations > 0 && frozen_run_ >= opt_.frozen_iterations) {
+    warned_frozen_ = true;
+    out.push_back(msg("the Metropolis chains have accepted ", s.acceptance <= 0 ? "no move" : "almost no move", " for ",
+                      frozen_run_, " iterations (acceptance ", s.acceptance, " at iteration ", s.iteration,
+                      "): they are frozen in the configurations where the wavefunction peaks, so from here on the "
+                      "energy (now ",
+                      s.energy, " +- ", s.error,
+                      "), its error bar and any plateau describe those configurations, not the state, and the "
+                      "energy can fall below the ground state's. Usually a step blew the wavefunction up just "
+                      "before: restart from an earlier checkpoint with a larger vmc.diag_shift or a smaller vmc.lr, "
+                      "or turn on the step guard (vmc.guard_sigmas)"));
+  }
   if (first_iteration_ < 0) first_iteration_ = s.iteration;
   const double noise = std::max(2.0 * s.error, 1e-12 * std::abs(s.energy));
   if (s.energy < best_ - noise || best_iteration_ < 0) {

@@ -7,6 +7,7 @@
 
 #include "attnphys/core/comm.hpp"
 #include "attnphys/solvers/ed/exact.hpp"
+#include "attnphys/solvers/vmc/monitor.hpp"
 
 namespace attnphys::vmc {
 
@@ -159,6 +160,8 @@ VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const Vmc
   });
   const long remaining = std::max(0L, cfg.vmc.n_iter - driver.iteration());
   out.history = driver.run(remaining, nullptr, cbs);
+  // The driver's own warnings (vmc/monitor.hpp; already on stderr) go into the result too, before this run's.
+  out.warnings.insert(out.warnings.begin(), driver.warnings().begin(), driver.warnings().end());
   out.iterations = driver.iteration();
   out.converged = driver.converged();
   out.guard_rejections = driver.guard_rejections();
@@ -180,6 +183,17 @@ VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const Vmc
     out.r_hat = st.r_hat;
     out.n_samples = st.n;
     out.acceptance = driver.estimate_acceptance();  // the estimate's own chains (a resumed run has no other)
+    // Exact sampling reports 1; Metropolis chains that accepted (almost) nothing sampled the configurations they
+    // were stuck in, and their mean is not a variational energy of the state (vmc/monitor.hpp).
+    if (out.acceptance <= ProgressWarningOptions{}.frozen_acceptance) {
+      out.warnings.push_back(msg("the final estimate's Metropolis chains accepted ", out.acceptance,
+                                 " of their moves: they were frozen, and its energy ", out.energy, " +- ",
+                                 out.energy_error,
+                                 " is that of the configurations they were stuck in, not a variational estimate "
+                                 "of the state (it can lie below the ground-state energy). Do not use it; see the "
+                                 "run's earlier warnings"));
+      if (Comm::world().is_root()) std::cerr << "attnphys: warning: " << out.warnings.back() << std::endl;
+    }
   } else if (!out.history.empty()) {
     // Without a final estimate: the last iteration's, or, when the step guard rejected it (the parameters are then
     // those of the run's lowest energy), the lowest accepted one's.

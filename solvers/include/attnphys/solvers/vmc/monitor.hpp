@@ -1,7 +1,10 @@
 #pragma once
 // Warnings for a VMC run that is not getting anywhere (issue 22, item 4): the energy sits above that of a trivial
-// product state, or has not improved for K iterations while the state is still far from an eigenstate. Each says
-// what to change (Marshall sign, learning rate, diagonal shift, samples). VmcDriver::run raises them (once each per
+// product state, or has not improved for K iterations while the state is still far from an eigenstate, or the
+// Metropolis chains have frozen (no move accepted for several iterations: every sample is the configuration a chain
+// is stuck in, and the energy, its error bar and any "plateau" describe that configuration, not the wavefunction;
+// the estimate can even fall below the ground-state energy). Each says what to change (Marshall sign, learning
+// rate, diagonal shift, samples). VmcDriver::run raises them (once each per
 // run) on stderr and keeps them in VmcDriver::warnings().
 #include <limits>
 #include <string>
@@ -26,6 +29,8 @@ struct ProgressWarningOptions {
   long plateau_window = 50;      // K: warn when the best energy has not improved for this many iterations (0: off)
   long bound_after = 10;         // warn about the product bound from this iteration on
   double plateau_v_score = 1e-2; // ... only while the V-score N Var/E^2 is above this (a converged state is lower)
+  long frozen_iterations = 3;    // warn when this many iterations in a row accepted at most frozen_acceptance (0: off)
+  double frozen_acceptance = 1e-3;  // (healthy runs on the chains accept 5-50 % of their moves)
 };
 
 // When a VMC run counts as converged (vmc.converge_window; the study of issue 20 trains every ansatz to this instead
@@ -57,7 +62,8 @@ class ProgressMonitor {
   double best_ = std::numeric_limits<double>::infinity();
   long best_iteration_ = -1;
   long first_iteration_ = -1;
-  bool warned_bound_ = false, warned_plateau_ = false;
+  long frozen_run_ = 0;  // iterations in a row with acceptance <= frozen_acceptance
+  bool warned_bound_ = false, warned_plateau_ = false, warned_frozen_ = false;
 };
 
 }  // namespace attnphys::vmc
