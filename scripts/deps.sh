@@ -10,7 +10,7 @@ ATTNPHYS_BUILD_PACKAGES=(
   libeigen3-dev libhdf5-dev libtomlplusplus-dev libcli11-dev
   pybind11-dev python3-dev python3-numpy python3-matplotlib python3-h5py
   libopenmpi-dev openmpi-bin
-  libgtest-dev libbenchmark-dev
+  libgtest-dev libbenchmark-dev ccache
 )
 ATTNPHYS_TEST_PACKAGES=(python3-pytest python3-torch)
 
@@ -34,9 +34,29 @@ ensure_packages() {
     { echo "attnphys: apt-get install failed for: ${missing[*]}" >&2; exit 1; }
 }
 
+# The compiler cache: every build here (build/, pip's build-pip/) compiles through ccache, with paths inside the
+# checkout rewritten relative to the build folder (CCACHE_BASEDIR), so that a second tree at the same depth with the
+# same flags (CI's `pip install .` and then scripts/test) reuses the first one's objects instead of compiling them
+# again. CMake reads the launcher when it first configures a tree. ATTNPHYS_CCACHE=0 turns it off; a launcher the
+# caller already chose is kept.
+use_ccache() {
+  [ "${ATTNPHYS_CCACHE:-1}" = 0 ] && return 0
+  command -v ccache >/dev/null || return 0
+  local cache
+  cache=$(ccache -k cache_dir 2>/dev/null) || return 0
+  if ! mkdir -p "$cache" 2>/dev/null || [ ! -w "$cache" ]; then  # ccache would fail every compile
+    echo "attnphys: ccache's folder $cache is not writable (set CCACHE_DIR); building without the cache" >&2
+    return 0
+  fi
+  export CMAKE_C_COMPILER_LAUNCHER="${CMAKE_C_COMPILER_LAUNCHER:-ccache}"
+  export CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}"
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+}
+
 # Configures (once) and builds into ${ATTNPHYS_BUILD_DIR:-build}. Extra arguments go to CMake's configure step.
 build_attnphys() {
   local dir="${ATTNPHYS_BUILD_DIR:-build}"
+  use_ccache
   if [ ! -f "$dir/build.ninja" ]; then
     cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=/usr/bin/python3 "$@" ||
       { echo "attnphys: CMake configure failed (see above)" >&2; exit 1; }
