@@ -283,7 +283,7 @@ def run_vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log):
            "converged": r["converged"], "guard_rejections": r.get("guard_rejections", 0),
            "seconds": train_seconds + r["estimate_seconds"],
            "train_seconds": train_seconds, "seconds_to_eps": {repr(k): v for k, v in to_eps.items()},
-           "settings": point_settings(args),
+           "settings": point_settings(args), "warnings": r.get("warnings", []),
            "command": " ".join(cmd)}
     write_atomic(path, json.dumps(res, indent=1))
     log(f"done {key} in {time.time() - t0:.1f} s: {r['iterations']} iterations"
@@ -307,6 +307,7 @@ def load_points(out):
 
 
 BELOW_EXACT_SIGMAS = 5  # a VMC estimate further below the exact energy than this is not variational
+FROZEN_ESTIMATE = "the final estimate's Metropolis chains accepted"  # attnphys vmc's warning (JSON "warnings")
 
 
 def point_rows(points):
@@ -322,6 +323,13 @@ def point_rows(points):
             row = {k: p.get(k) for k in POINT_COLUMNS}
             row["error_bound"] = math.inf
             row["failed"] = p["failed"]
+            rows.append(row)
+        elif any(FROZEN_ESTIMATE in w for w in p.get("warnings", [])):
+            # The final estimate's Metropolis chains accepted (almost) no move (attnphys vmc says so, vmc/monitor.hpp):
+            # its energy is that of the configurations they were stuck in, above or below the exact one.
+            row = {k: p.get(k) for k in POINT_COLUMNS}
+            row["error_bound"] = math.inf
+            row["failed"] = "the final estimate's Metropolis chains were frozen: not a variational estimate"
             rows.append(row)
         elif p["energy"] < p["reference"] - BELOW_EXACT_SIGMAS * p["energy_error"] - 1e-9 * abs(p["reference"]):
             # Far below the exact energy: not a variational estimate. A Heisenberg N = 32 run whose Metropolis chains
