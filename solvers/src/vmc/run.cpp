@@ -145,7 +145,15 @@ VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const Vmc
   // without a sign rule): say so once, with what to change, instead of letting it run on silently.
   const bool negative_ground_state = cfg.model.model != spin::ModelKind::Tfim && cfg.model.J > 0;
   long non_negative = 0;
+  // The driver's own warnings (vmc/monitor.hpp; it prints them) join the result in the order they were raised: its
+  // monitor sees each step before these callbacks do.
+  std::size_t driver_warnings = 0;
+  auto take_driver_warnings = [&]() {
+    for (; driver_warnings < driver.warnings().size(); ++driver_warnings)
+      out.warnings.push_back(driver.warnings()[driver_warnings]);
+  };
   cbs.push_back([&](const VmcStep& s) {
+    take_driver_warnings();
     non_negative = s.energy >= 0 ? non_negative + 1 : 0;
     if (negative_ground_state && non_negative == kSignWarningIterations) {
       out.warnings.push_back(msg(
@@ -160,8 +168,7 @@ VmcRunResult run_vmc(const VmcRunConfig& cfg, const std::function<bool(const Vmc
   });
   const long remaining = std::max(0L, cfg.vmc.n_iter - driver.iteration());
   out.history = driver.run(remaining, nullptr, cbs);
-  // The driver's own warnings (vmc/monitor.hpp; already on stderr) go into the result too, before this run's.
-  out.warnings.insert(out.warnings.begin(), driver.warnings().begin(), driver.warnings().end());
+  take_driver_warnings();
   out.iterations = driver.iteration();
   out.converged = driver.converged();
   out.guard_rejections = driver.guard_rejections();
