@@ -283,7 +283,7 @@ def run_vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log):
            "converged": r["converged"], "guard_rejections": r.get("guard_rejections", 0),
            "seconds": train_seconds + r["estimate_seconds"],
            "train_seconds": train_seconds, "seconds_to_eps": {repr(k): v for k, v in to_eps.items()},
-           "settings": point_settings(args), "warnings": r.get("warnings", []),
+           "settings": point_settings(args), "acceptance": r.get("acceptance"), "warnings": r.get("warnings", []),
            "command": " ".join(cmd)}
     write_atomic(path, json.dumps(res, indent=1))
     log(f"done {key} in {time.time() - t0:.1f} s: {r['iterations']} iterations"
@@ -307,7 +307,9 @@ def load_points(out):
 
 
 BELOW_EXACT_SIGMAS = 5  # a VMC estimate further below the exact energy than this is not variational
-FROZEN_ESTIMATE = "the final estimate's Metropolis chains accepted"  # attnphys vmc's warning (JSON "warnings")
+# A final estimate whose Metropolis chains accepted at most this share of their moves was frozen (attnphys vmc's
+# threshold, ProgressWarningOptions::frozen_acceptance in vmc/monitor.hpp, where it also warns; exact sampling: 1).
+FROZEN_ACCEPTANCE = 1e-3
 
 
 def point_rows(points):
@@ -324,9 +326,10 @@ def point_rows(points):
             row["error_bound"] = math.inf
             row["failed"] = p["failed"]
             rows.append(row)
-        elif any(FROZEN_ESTIMATE in w for w in p.get("warnings", [])):
-            # The final estimate's Metropolis chains accepted (almost) no move (attnphys vmc says so, vmc/monitor.hpp):
-            # its energy is that of the configurations they were stuck in, above or below the exact one.
+        elif p.get("acceptance") is not None and p["acceptance"] <= FROZEN_ACCEPTANCE:
+            # The final estimate's Metropolis chains accepted (almost) no move (attnphys vmc warns too): its energy is
+            # that of the configurations they were stuck in, above or below the exact one. (Points from before stop
+            # 45 have no acceptance.)
             row = {k: p.get(k) for k in POINT_COLUMNS}
             row["error_bound"] = math.inf
             row["failed"] = "the final estimate's Metropolis chains were frozen: not a variational estimate"

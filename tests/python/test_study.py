@@ -185,9 +185,12 @@ def test_a_vmc_point_reaches_eps_only_at_two_error_bars():
     above = dict(below, seed=2, energy=-9.9997, relative_error=3e-5)
     # 10 standard errors below the exact energy (a frozen sampler): not variational, reaches nothing.
     frozen = dict(below, seed=3, size="s", params=400, energy=-10.001, relative_error=1e-4)
-    # Above the exact energy, but attnphys vmc said its final estimate's chains were frozen: reaches nothing either.
-    stuck = dict(above, seed=4, warnings=["the final estimate's Metropolis chains accepted 0 of their moves: ..."])
-    rows = {r.get("seed"): r for r in mod.point_rows([dmrg, below, above, frozen, stuck])}
+    # Above the exact energy, but its final estimate's chains accepted no move (frozen): reaches nothing either; a
+    # chain that accepts a tenth of its moves is healthy.
+    stuck = dict(above, seed=4, acceptance=0.0)
+    healthy = dict(above, seed=5, acceptance=0.1)
+    rows = {r.get("seed"): r for r in mod.point_rows([dmrg, below, above, frozen, stuck, healthy])}
+    assert abs(rows[5]["error_bound"] - 5e-5) < 1e-15
     assert rows[3]["error_bound"] == math.inf and "10 standard errors below the exact -10" in rows[3]["failed"]
     assert rows[4]["error_bound"] == math.inf and "chains were frozen" in rows[4]["failed"]
     assert rows[None]["error_bound"] == rows[None]["relative_error"] and abs(rows[None]["error_bound"] - 1e-3) < 1e-15

@@ -4,8 +4,8 @@
 // Metropolis chains have frozen (no move accepted for several iterations: every sample is the configuration a chain
 // is stuck in, and the energy, its error bar and any "plateau" describe that configuration, not the wavefunction;
 // the estimate can even fall below the ground-state energy). Each says what to change (Marshall sign, learning
-// rate, diagonal shift, samples). VmcDriver::run raises them (once each per
-// run) on stderr and keeps them in VmcDriver::warnings().
+// rate, diagonal shift, samples). VmcDriver::run raises them (once each per run) on stderr and keeps them in
+// VmcDriver::warnings(); run_vmc adds them to its result's warnings.
 #include <limits>
 #include <string>
 #include <vector>
