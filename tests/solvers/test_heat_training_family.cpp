@@ -207,7 +207,7 @@ TEST(HeatTrainingFamily, TheMainJobConfigFileHoldsTheMainJobDefaults) {
   // configs/heat2d.toml over a default-constructed configuration gives exactly HeatRunConfig::main_job(), what
   // `attnphys train heat` runs without --config; and the constant-κ config over the main job gives the defaults of a
   // default-constructed one (its every difference is stated in the file).
-  const fs::path src = fs::path(__FILE__).parent_path().parent_path().parent_path();
+  const fs::path src = ATTNPHYS_SOURCE_DIR;
   auto toml_of = [](HeatRunConfig c, const std::string& file) {
     OptionSet s;
     c.declare(s);
