@@ -34,6 +34,9 @@ Outputs (each written atomically, rebuilt from every point file on each invocati
   p_of_n.csv / p_of_n.md     chain, ansatz, n, eps, params (best seed), seeds, params_median, params_worst, bound,
                              seconds (wall time to reach eps), complete (every planned size and seed has run;
                              incomplete rows are not fitted)
+  plan.json                  the plan the tables judge "complete" against: every transformer size, VMC-MPS bond
+                             dimension and seed that any study command on this folder asked for (a command that
+                             runs a subset, such as --sizes xs --seeds 3, adds to the plan and does not shrink it)
   fits.csv / fits.md         P(eps, N) = a N^b per chain, ansatz and eps, and the N where the fits cross
   p_of_n.png                 P(eps, N), log-log, with the fits
   error_vs_params.png        relative error against parameters, one panel per chain and N, one curve per ansatz
@@ -574,12 +577,48 @@ def save_figure(plt, fig, path, dpi):
     plt.close(fig)
 
 
+def read_plan(out):
+    """The stored plan of <out> (plan.json), or None before any study command has run there."""
+    try:
+        with open(os.path.join(out, "plan.json")) as f:
+            plan = json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        sys.exit(f"compare_study: {out}/plan.json is unreadable ({e}); delete it and rerun the study commands "
+                 f"(their points are kept), or restore it from version control")
+    bad = [k for k in ("sizes", "vmc_chi", "seeds") if not isinstance(plan.get(k), list)]
+    if bad or any(s not in SIZES for s in plan.get("sizes", [])):
+        sys.exit(f"compare_study: {out}/plan.json must hold lists 'sizes' (of {', '.join(SIZES)}), 'vmc_chi' and "
+                 f"'seeds'; fix or delete it")
+    return plan
+
+
+def merge_plan(args):
+    """Adds this command's sizes, bond dimensions and seeds to <out>/plan.json (written atomically) and returns the
+    union: a command that runs a subset of the family adds to the plan and does not shrink it."""
+    old = read_plan(args.out) or {"sizes": [], "vmc_chi": [], "seeds": []}
+    plan = {"sizes": [s for s in SIZES if s in old["sizes"] or s in args.sizes],
+            "vmc_chi": sorted(set(old["vmc_chi"]) | set(args.vmc_chi)),
+            "seeds": sorted(set(old["seeds"]) | set(args.seeds))}
+    if plan != old:
+        write_atomic(os.path.join(args.out, "plan.json"), json.dumps(plan, indent=1) + "\n")
+    return plan
+
+
+def table_plan(args):
+    """What the tables judge completeness against: the stored plan (with this command's own sizes and seeds added
+    when it runs points: see merge_plan), or this command's options where no plan is stored."""
+    return read_plan(args.out) or {"sizes": args.sizes, "vmc_chi": args.vmc_chi, "seeds": args.seeds}
+
+
 def write_tables(args, log=None):
     rows = point_rows(load_points(args.out))
     if not rows:
         return None
-    prow = p_of_n_rows(rows, args.eps, {"transformer": (args.sizes, len(args.seeds)),
-                                        "vmc_mps": (args.vmc_chi, len(args.seeds))})
+    plan = table_plan(args)
+    prow = p_of_n_rows(rows, args.eps, {"transformer": (plan["sizes"], len(plan["seeds"])),
+                                        "vmc_mps": (plan["vmc_chi"], len(plan["seeds"]))})
     frows = fit_rows(prow)
     write_atomic(os.path.join(args.out, "points.csv"), csv_text(POINT_COLUMNS, rows))
     write_atomic(os.path.join(args.out, "points.md"), md_text(POINT_COLUMNS, rows))
@@ -625,7 +664,8 @@ def parse_args(argv=None):
     p.add_argument("--set", action="append", default=[], help="extra option for every VMC run (section.key=value)")
     p.add_argument("--out", default="docs/study", help="tables, plots, points/ and study.log")
     p.add_argument("--work", default=None, help="VMC checkpoints and logs (default: <out>/work)")
-    p.add_argument("--tables-only", action="store_true", help="only rebuild the tables and plots from points/")
+    p.add_argument("--tables-only", action="store_true",
+                   help="only rebuild the tables and plots from points/ (complete: judged against plan.json)")
     p.add_argument("--no-plots", action="store_true")
     a = p.parse_args(argv)
     a.work = a.work or os.path.join(a.out, "work")
@@ -663,6 +703,7 @@ def main(argv=None):
     if not args.tables_only:
         lock = lock_study(args.out)  # noqa: F841 (held until the process ends)
         log(f"study: {' '.join(sys.argv[1:] if argv is None else argv)}")
+        merge_plan(args)
         done = set(n[:-5] for n in os.listdir(os.path.join(args.out, "points")) if n.endswith(".json"))
         for n in args.n:
             for chain in args.chains:

@@ -296,3 +296,32 @@ def test_tables_only_redraws_the_plots(reference_run, tmp_path):
     for name in ("p_of_n.png", "error_vs_params.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
     no_temporaries(out)
+
+
+def test_a_command_that_runs_a_subset_keeps_the_whole_plan(reference_run, tmp_path):
+    """The tables judge "complete" against every size and seed any command on the folder asked for (plan.json), not
+    against the last command's subset: with one point of size xs gone, a command for size s alone must not call the
+    transformer rows complete."""
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(reference_run, out)
+    assert json.loads((out / "plan.json").read_text()) == {"sizes": ["xs", "s"], "vmc_chi": [2], "seeds": [1, 2]}
+    os.remove(out / "points" / "tfim_n6_transformer_xs_s2.json")
+    subprocess.run(study(out, ["--ansatze", "transformer", "--sizes", "s", "--seeds", "1"]), check=True, env=ENV,
+                   stdout=subprocess.PIPE)
+    assert json.loads((out / "plan.json").read_text())["sizes"] == ["xs", "s"]  # not shrunk
+    assert "start" not in (out / "study.log").read_text().split("--sizes s --seeds 1")[-1]  # all skipped
+    tr = [r for r in read_csv(out / "p_of_n.csv") if r["ansatz"] == "transformer"]
+    assert tr and all(r["complete"] == "false" for r in tr), tr
+    # --tables-only judges against the stored plan too, whatever its own options say.
+    cmd = [sys.executable, SCRIPT, "--tables-only", "--no-plots", "--out", str(out), "--sizes", "s", "--seeds", "1",
+           "--eps", "1e-2", "1e-3"]
+    subprocess.run(cmd, check=True, env=ENV, stdout=subprocess.PIPE)
+    assert all(r["complete"] == "false" for r in read_csv(out / "p_of_n.csv") if r["ansatz"] == "transformer")
+    # A damaged plan is refused with what to do, and nothing is rewritten.
+    (out / "plan.json").write_text("{")
+    before = (out / "p_of_n.csv").read_bytes()
+    r = subprocess.run(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert r.returncode != 0 and "plan.json is unreadable" in r.stderr and "delete it" in r.stderr, r.stderr
+    assert (out / "p_of_n.csv").read_bytes() == before
