@@ -587,10 +587,12 @@ def read_plan(out):
     except (OSError, ValueError) as e:
         sys.exit(f"compare_study: {out}/plan.json is unreadable ({e}); delete it and rerun the study commands "
                  f"(their points are kept), or restore it from version control")
-    bad = [k for k in ("sizes", "vmc_chi", "seeds") if not isinstance(plan.get(k), list)]
-    if bad or any(s not in SIZES for s in plan.get("sizes", [])):
-        sys.exit(f"compare_study: {out}/plan.json must hold lists 'sizes' (of {', '.join(SIZES)}), 'vmc_chi' and "
-                 f"'seeds'; fix or delete it")
+    ok = (isinstance(plan, dict) and all(isinstance(plan.get(k), list) for k in ("sizes", "vmc_chi", "seeds"))
+          and all(isinstance(s, str) and s in SIZES for s in plan["sizes"])
+          and all(isinstance(v, int) and not isinstance(v, bool) for k in ("vmc_chi", "seeds") for v in plan[k]))
+    if not ok:
+        sys.exit(f"compare_study: {out}/plan.json must be an object with lists 'sizes' (of {', '.join(SIZES)}), "
+                 f"'vmc_chi' and 'seeds' (integers); fix or delete it")
     return plan
 
 

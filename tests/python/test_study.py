@@ -325,3 +325,9 @@ def test_a_command_that_runs_a_subset_keeps_the_whole_plan(reference_run, tmp_pa
     r = subprocess.run(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert r.returncode != 0 and "plan.json is unreadable" in r.stderr and "delete it" in r.stderr, r.stderr
     assert (out / "p_of_n.csv").read_bytes() == before
+    for bad in ('["xs"]', '{"sizes": ["xs", ["s"]], "vmc_chi": [2], "seeds": [1]}',
+                '{"sizes": ["xs"], "vmc_chi": [2], "seeds": ["1"]}'):
+        (out / "plan.json").write_text(bad)
+        r = subprocess.run(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert r.returncode == 1 and "must be an object with lists" in r.stderr and "Traceback" not in r.stderr, bad
+        assert (out / "p_of_n.csv").read_bytes() == before
