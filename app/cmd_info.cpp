@@ -46,6 +46,13 @@ void register_info(CLI::App& app) {
                 << (info.amx_bf16 ? "yes (encoder.attention_precision / matmul_precision = bf16 can run)"
                                   : "no (" + info.amx_reason + ")")
                 << "\n";
+      std::cout << "bf16 attention: "
+                << (info.bf16_attention == "amx" ? std::string("yes, on AMX")
+                    : info.bf16_attention == "avx512-bf16"
+                        ? std::string("yes, on AVX512-BF16 (no AMX; model.attention_precision / "
+                                      "encoder.attention_precision = bf16 can run, matmul_precision = bf16 cannot)")
+                        : "no (" + info.bf16_reason + ")")
+                << "\n";
       std::cout << "MPI: " << (info.mpi_enabled ? "built in" : "not built in") << ", " << info.mpi_ranks
                 << " rank(s)\n";
       if (opt.kokkos_config) Kokkos::print_configuration(std::cout, true);

@@ -14,12 +14,17 @@ Sides:
              ~/.cache/attnphys/bench-venv-torch2, or --venv / ATTNPHYS_TORCH2_VENV; made on first use), the same model
              with torch.nn.functional.scaled_dot_product_attention, eager and through torch.compile ("compile"; its
              error is recorded and the run goes on where it does not work).
+--precision bf16 trains our side with model.attention_precision = bf16 (the attention's products in bf16 with float32
+accumulation and softmax: AMX, or AVX512-BF16 on CPUs without AMX) and adds PyTorch 2 eager under
+torch.autocast("cpu", bfloat16) ("eager_bf16") as the same-precision column: ratio_torch2_bf16 = attnphys / eager_bf16.
+`ratio` stays attnphys / the faster float32 torch-2 mode (eager or compile).
 Both sides get the same thread count (--threads: torch.set_num_threads, OMP/MKL/OPENBLAS_NUM_THREADS) and the same
 OPENBLAS_CORETYPE (passed through). Rounds interleave the sides so that load drifts hit both; a side's round figure
 is its median step; ratio = attnphys / (the faster torch-2 mode), the median of the per-round ratios (all listed).
 The last stdout line is JSON.
 
-    benchmarks/run operator_train_vs_torch [--steps 40] [--repeats 3] [--threads 2] [--modes eager,compile]
+    benchmarks/run operator_train_vs_torch [--steps 40] [--repeats 3] [--threads 2] [--precision float32|bf16]
+                                           [--modes eager,compile[,eager_bf16]]
 """
 import argparse
 import json
@@ -105,13 +110,18 @@ def worker(mode, batch, n, threads, steps, pool):
     t_pool = u_pool + 0.1 * torch.randn(pool, tokens)
     gen = torch.Generator().manual_seed(1)
     fn = torch.compile(model) if mode == "compile" else model
+    bf16 = mode == "eager_bf16"  # the same model under torch.autocast(bfloat16): bf16 linear layers and SDPA
 
     def step():
         idx = torch.randint(0, pool, (batch,), generator=gen)
         u, t = u_pool[idx], t_pool[idx]
         c = torch.cat([harm.expand(batch, tokens, harm.shape[1]), k_pool[idx]], dim=-1)
         opt.zero_grad(set_to_none=True)
-        p = fn(u, c)
+        if bf16:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                p = fn(u, c).float()
+        else:
+            p = fn(u, c)
         loss = ((p - t).norm(dim=1) / t.norm(dim=1)).mean()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -124,12 +134,12 @@ def worker(mode, batch, n, threads, steps, pool):
 # The attnphys side: the CLI's main job, cut to the training steps.
 
 
-def run_ours(exe, steps, env, work, r):
+def run_ours(exe, steps, env, work, r, precision):
     out_dir = os.path.join(work, f"ours{r}")
     sets = [f"train.steps={steps}", f"train.eval_every={steps + 1}", f"train.checkpoint_every={steps + 1}",
             "train.max_seconds=0", f"train.out_dir={out_dir}", "train.progress=false", "data.n_train=64",
             "data.n_val=8", "data.n_test=8", "eval.rollout_steps=0", "eval.transfer_n=0", "eval.speed=false",
-            f"schedule.total_steps={steps}"]
+            f"schedule.total_steps={steps}", f"model.attention_precision={precision}"]
     cmd = [exe, "train", "heat", "--json"]
     for s in sets:
         cmd += ["--set", s]
@@ -145,7 +155,12 @@ def main():
     p.add_argument("--steps", type=int, default=40, help="timed steps per side per round")
     p.add_argument("--repeats", type=int, default=3, help="rounds; every figure is the median over them")
     p.add_argument("--threads", type=int, default=2, help="threads of both sides (BLAS, torch intra-op)")
-    p.add_argument("--modes", default="eager,compile", help="torch-2 modes: eager (SDPA), compile")
+    p.add_argument("--precision", default="float32", choices=["float32", "bf16"],
+                   help="our side's attention arithmetic (bf16: model.attention_precision = bf16, on AMX or "
+                        "AVX512-BF16; PyTorch 2 then also runs eager_bf16, its model under autocast(bfloat16))")
+    p.add_argument("--modes", default=None,
+                   help="torch-2 modes: eager (SDPA), compile, eager_bf16 (autocast); default eager,compile, plus "
+                        "eager_bf16 with --precision bf16")
     p.add_argument("--venv", default=os.environ.get("ATTNPHYS_TORCH2_VENV",
                                                     os.path.expanduser("~/.cache/attnphys/bench-venv-torch2")))
     p.add_argument("--worker", help=argparse.SUPPRESS)
@@ -155,6 +170,8 @@ def main():
         worker(args.worker, batch, n, args.threads, args.steps, pool=64)
         return
 
+    if args.modes is None:
+        args.modes = "eager,compile" + (",eager_bf16" if args.precision == "bf16" else "")
     env = dict(os.environ)
     for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[k] = str(args.threads)
@@ -183,7 +200,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="attnphys-optv-") as work:
         for r in range(args.repeats):
             # One warm-up step is the first metrics row, which median_step_seconds skips.
-            t, ours_json = run_ours(exe, args.steps + 1, env, work, r)
+            t, ours_json = run_ours(exe, args.steps + 1, env, work, r, args.precision)
             ours_rounds.append(t)
             log(f"round {r + 1}/{args.repeats} attnphys: median {t:.4f} s/step, load {loadavg()}")
             for name, s in sides.items():
@@ -194,7 +211,10 @@ def main():
     for s in sides.values():
         s.close()
     med = {name: statistics.median(s.rounds) for name, s in sides.items()}
-    best = min(med, key=med.get)
+    fp32_modes = [m for m in med if m != "eager_bf16"]
+    if not fp32_modes:
+        sys.exit("no float32 torch-2 mode ran (eager or compile): the ratio needs one")
+    best = min(fp32_modes, key=med.get)
     ratios = [a / b for a, b in zip(ours_rounds, sides[best].rounds)]
     params_ours = ours_json.get("n_parameters")
     params_torch = sides[best].ready["parameters"]
@@ -206,7 +226,7 @@ def main():
         "benchmark": "operator_train_vs_torch",
         "config": {"model": "conditioned (the main job)", "heads": HEADS, "dk": DK, "d_model": D,
                    "harmonics": HARMONICS, "layers": LAYERS, "grid": f"{n}x{n}", "batch": batch, "dtype": "float32",
-                   "optimizer": "adamw + clip 1.0", "threads": args.threads, "steps_per_round": args.steps,
+                   "attention_precision": args.precision, "optimizer": "adamw + clip 1.0", "threads": args.threads, "steps_per_round": args.steps,
                    "rounds": args.repeats, "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "")},
         "parameters": params_torch,
         "attnphys_step_s": statistics.median(ours_rounds),
@@ -223,11 +243,16 @@ def main():
     for m in med:
         result[f"torch2_{m}_s"] = med[m]
         result[f"torch2_{m}_warmup_s"] = sides[m].ready.get("warmup_s")
+    if "eager_bf16" in sides:  # the same-precision comparison: PyTorch 2 with bf16 autocast
+        result["ratios_torch2_bf16"] = [a / b for a, b in zip(ours_rounds, sides["eager_bf16"].rounds)]
+        result["ratio_torch2_bf16"] = statistics.median(result["ratios_torch2_bf16"])
     for m, e in skipped.items():
         result[f"torch2_{m}_error"] = e
     log(f"attnphys {result['attnphys_step_s']:.4f} s/step, torch 2 ({best}) {med[best]:.4f} s/step: "
         f"ratio {result['ratio']:.3f} (attnphys / torch 2; {params_torch} parameters, {args.threads} threads, "
-        f"BLAS core {result['machine'].get('blas_core', '?')})")
+        f"BLAS core {result['machine'].get('blas_core', '?')}, attention {args.precision})"
+        + (f"; torch 2 eager bf16 {med['eager_bf16']:.4f} s/step: ratio_torch2_bf16 {result['ratio_torch2_bf16']:.3f}"
+           if "eager_bf16" in med else ""))
     print(json.dumps(result))
 
 

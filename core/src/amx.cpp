@@ -26,16 +26,35 @@ namespace attnphys::amx {
 #ifdef ATTNPHYS_AMX
 namespace {
 
-std::string probe() {
+// "" where this CPU has AVX-512 F/BW/VL and AVX512-BF16 and the OS saves the AVX-512 state; else why not.
+std::string probe_avx512_bf16() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return "CPUID leaf 7 is missing";
   const bool avx512 = (b >> 16 & 1) && (b >> 30 & 1) && (b >> 31 & 1);  // F, BW, VL
-  const bool amx_bf16 = d >> 22 & 1, amx_tile = d >> 24 & 1;
   unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
   const bool avx512_bf16 = __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && (a1 >> 5 & 1);
+  if (!avx512 || !avx512_bf16)
+    return "this CPU lacks AVX-512 BW/VL or AVX512-BF16 (AMD Zen 4 and later, Intel Cooper Lake and Sapphire "
+           "Rapids and later have them)";
+  unsigned a1b = 0, b1b = 0, c1b = 0, d1b = 0;
+  if (!__get_cpuid(1, &a1b, &b1b, &c1b, &d1b) || !(c1b >> 27 & 1)) return "the OS has not enabled XSAVE";
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & 0xe6) != 0xe6) return "the OS does not save the AVX-512 register state";
+  return "";
+}
+const std::string& avx512_bf16_reason() {
+  static const std::string r = probe_avx512_bf16();
+  return r;
+}
+
+std::string probe() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return "CPUID leaf 7 is missing";
+  const bool amx_bf16 = d >> 22 & 1, amx_tile = d >> 24 & 1;
   if (!amx_tile || !amx_bf16)
     return "this CPU has no AMX-BF16 tile unit (Intel Xeon Sapphire Rapids or later have one; AMD CPUs do not)";
-  if (!avx512 || !avx512_bf16) return "this CPU lacks AVX-512 BW/VL or AVX512-BF16";
+  if (!avx512_bf16_reason().empty()) return avx512_bf16_reason();
   constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
   if (syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) != 0)
     return "the kernel did not grant the AMX tile state (needs Linux >= 5.16; arch_prctl(ARCH_REQ_XCOMP_PERM) failed)";
@@ -181,6 +200,8 @@ AMX_FN void row_block(float* c, long ldc, long m, long n, long k, float alpha, f
 
 bool available() { return reason().empty(); }
 std::string unavailable_reason() { return reason(); }
+bool avx512_bf16_available() { return avx512_bf16_reason().empty(); }
+std::string avx512_bf16_unavailable_reason() { return avx512_bf16_reason(); }
 
 void gemm_bf16(bool ta, bool tb, long m, long n, long k, float alpha, const float* a, long lda, const float* b,
                long ldb, float beta, float* c, long ldc) {
@@ -209,6 +230,8 @@ bool available() { return false; }
 std::string unavailable_reason() {
   return "this build has no AMX kernels (they need an x86-64 host build with GCC or Clang, not a GPU build)";
 }
+bool avx512_bf16_available() { return false; }
+std::string avx512_bf16_unavailable_reason() { return unavailable_reason(); }
 void gemm_bf16(bool, bool, long, long, long, float, const float*, long, const float*, long, float, float*, long) {
   require(false, "gemm_bf16: ", unavailable_reason());
 }

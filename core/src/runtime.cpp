@@ -256,6 +256,8 @@ RuntimeInfo runtime_info() {
   info.blas_warning = blas_core_advice(info.blas_core, info.cpu_simd);
   info.amx_bf16 = amx::available();
   info.amx_reason = amx::unavailable_reason();
+  info.bf16_attention = info.amx_bf16 ? "amx" : amx::avx512_bf16_available() ? "avx512-bf16" : "none";
+  if (info.bf16_attention == "none") info.bf16_reason = amx::avx512_bf16_unavailable_reason();
   if (!info.blas_warning.empty() && !info.blas_coretype_env.empty())
     info.blas_warning += " (OPENBLAS_CORETYPE is set to " + info.blas_coretype_env + " now.)";
 #ifdef ATTNPHYS_HAVE_MPI
@@ -290,6 +292,8 @@ std::string to_json(const RuntimeInfo& info) {
   cpu.set("simd", info.cpu_simd);
   cpu.set("amx_bf16", info.amx_bf16);
   if (!info.amx_bf16) cpu.set("amx_reason", info.amx_reason);
+  cpu.set("bf16_attention", info.bf16_attention);
+  if (!info.bf16_reason.empty()) cpu.set("bf16_reason", info.bf16_reason);
   j.set("cpu", cpu);
   std::vector<std::string> warnings;
   if (!info.blas_warning.empty()) warnings.push_back(info.blas_warning);

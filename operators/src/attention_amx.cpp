@@ -112,21 +112,170 @@ void pack_row_pairs(std::uint16_t* dst, const float* src, long nbh, const Layout
   });
 }
 
-// p v of one key block (p rows from p, 128 keys at key j0) into tile 5, stored to pv.
-AMX_FN inline void pv_block(float (&pv)[16][16], const std::uint16_t* p, const std::uint16_t* vvb, long j0, long valid) {
-  _tile_zero(5);
-  for (int h = 0; h < 4; ++h) {
-    if (32 * h >= valid) break;  // p and the values are 0 there
-    TILE_LOAD(3, p + 32 * h, 128 * 2);
-    TILE_LOAD(4, vvb + (j0 / 32 + h) * 16 * 32, 64);
-    _tile_dpbf16ps(5, 3, 4);
+// The tile unit the kernels below are written for, in two implementations with the same operations (tile indices
+// are template arguments, as AMX encodes them in the instruction): tile t is a 16-row matrix; load<t>(p, stride)
+// reads an operand (rows `stride` bytes apart), dp<c, a, b>() is TDPBF16PS (c[m][n] += sum over pairs k of
+// a[m][2k] b[k][2n] + a[m][2k + 1] b[k][2n + 1], bf16 in, float32 out), store<t> writes a float32 accumulator.
+// AmxTiles: the AMX unit itself. GCC's tile intrinsics are macros that paste the tile number into the instruction
+// text, so each operation names its literal tiles: a switch on the template argument (resolved at compile time),
+// and for dp the (c, a, b) triples the kernels use.
+// clang-format off
+#define ATTNPHYS_TILE_SWITCH(T, OP) \
+  switch (T) {                       \
+    case 0: OP(0); break;            \
+    case 1: OP(1); break;            \
+    case 2: OP(2); break;            \
+    case 3: OP(3); break;            \
+    case 4: OP(4); break;            \
+    case 5: OP(5); break;            \
+    case 6: OP(6); break;            \
+    default: OP(7); break;           \
   }
-  _tile_stored(5, &pv[0][0], 64);
+// clang-format on
+struct AmxTiles {
+  AMX_FN void config(const TileConfig& cfg) {
+    AMX_BARRIER();
+    _tile_loadconfig(&cfg);
+  }
+  AMX_FN void release() { _tile_release(); }
+  template <int T>
+  AMX_FN void zero() {
+    static_assert(T >= 0 && T < 8, "AMX has tiles 0-7");
+#define ATTNPHYS_OP(t) _tile_zero(t)
+    ATTNPHYS_TILE_SWITCH(T, ATTNPHYS_OP)
+#undef ATTNPHYS_OP
+  }
+  template <int T>
+  AMX_FN void load(const void* p, long stride) {
+    static_assert(T >= 0 && T < 8, "AMX has tiles 0-7");
+#define ATTNPHYS_OP(t) TILE_LOAD(t, p, stride)
+    ATTNPHYS_TILE_SWITCH(T, ATTNPHYS_OP)
+#undef ATTNPHYS_OP
+  }
+  template <int T>
+  AMX_FN void store(void* p, long stride) {
+    static_assert(T >= 0 && T < 8, "AMX has tiles 0-7");
+#define ATTNPHYS_OP(t) _tile_stored(t, p, stride)
+    ATTNPHYS_TILE_SWITCH(T, ATTNPHYS_OP)
+#undef ATTNPHYS_OP
+  }
+  // store<C>(p, stride) of zero<C>(), dp<C, A, B>() (one fresh product).
+  template <int C, int A, int B>
+  AMX_FN void product(void* p, long stride) {
+    zero<C>();
+    dp<C, A, B>();
+    store<C>(p, stride);
+  }
+  template <int C, int A, int B>
+  AMX_FN void dp() {
+    if constexpr (C == 0 && A == 1 && B == 2)
+      _tile_dpbf16ps(0, 1, 2);
+    else if constexpr (C == 5 && A == 3 && B == 4)
+      _tile_dpbf16ps(5, 3, 4);
+    else if constexpr (C == 2 && A == 3 && B == 4)
+      _tile_dpbf16ps(2, 3, 4);
+    else if constexpr (C == 0 && A == 5 && B == 6)
+      _tile_dpbf16ps(0, 5, 6);
+    else if constexpr (C == 1 && A == 5 && B == 6)
+      _tile_dpbf16ps(1, 5, 6);
+    else
+      static_assert(C < 0, "AmxTiles::dp: add this (c, a, b) triple");
+  }
+};
+#undef ATTNPHYS_TILE_SWITCH
+
+// acc [16][16] += a [16 rows × K pairs] b [K pair rows × 16 columns]: one VDPBF16PS per (row, pair) with the row's
+// pair broadcast from memory, the 16 accumulator rows in registers.
+// Fresh: acc starts at 0 (not read), and the rows go to out (rows out_stride bytes apart) instead of acc.
+template <int K, bool Fresh = false>
+AMX_FN inline void dp_rows(float (&acc)[16][16], const char* a, long sa, const char* b, long sb, char* out = nullptr,
+                           long out_stride = 0) {
+  __m512 r[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) r[i] = Fresh ? _mm512_setzero_ps() : _mm512_load_ps(&acc[i][0]);
+#pragma GCC unroll 4
+  for (int k = 0; k < K; ++k) {
+    const __m512bh bv = (__m512bh)_mm512_loadu_si512(b + k * sb);
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+      // The pair as an embedded broadcast operand of VDPBF16PS (compilers load and broadcast it separately).
+      __asm__("vdpbf16ps %2%{1to16%}, %1, %0"
+              : "+v"(r[i])
+              : "v"(bv), "m"(*reinterpret_cast<const std::int32_t*>(a + i * sa + 4 * k)));
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) {
+    if (Fresh)
+      _mm512_storeu_ps(out + i * out_stride, r[i]);
+    else
+      _mm512_store_ps(&acc[i][0], r[i]);
+  }
 }
 
+// SoftTiles: the same operations in AVX-512 registers with AVX512-BF16 (VDPBF16PS), for CPUs without AMX (AMD
+// Zen 4/5, Intel Cooper Lake). Accumulator tiles live in memory, operands are read where load<t> points (the
+// kernels below never change an operand between its load and its product). Every tile the kernels use has 16 rows
+// of 16 float32 accumulators or 16 operand rows, with K = 8 or 16 pairs (the B operand's rows in the configuration).
+struct SoftTiles {
+  alignas(64) float acc[8][16][16];
+  const char* src[8] = {};
+  long stride[8] = {};
+  int rows[8] = {};
+  AMX_FN void config(const TileConfig& cfg) {
+    for (int t = 0; t < 8; ++t) rows[t] = cfg.rows[t];
+  }
+  AMX_FN void release() {}
+  template <int T>
+  AMX_FN void zero() {
+    for (int i = 0; i < 16; ++i) _mm512_store_ps(&acc[T][i][0], _mm512_setzero_ps());
+  }
+  template <int T>
+  AMX_FN void load(const void* p, long s) {
+    src[T] = static_cast<const char*>(p);
+    stride[T] = s;
+  }
+  template <int C, int A, int B>
+  AMX_FN void product(void* p, long s) {  // the accumulator stays in registers
+    char* d = static_cast<char*>(p);
+    if (rows[B] == 8)
+      dp_rows<8, true>(acc[C], src[A], stride[A], src[B], stride[B], d, s);
+    else
+      dp_rows<16, true>(acc[C], src[A], stride[A], src[B], stride[B], d, s);
+  }
+  template <int C, int A, int B>
+  AMX_FN void dp() {
+    if (rows[B] == 8)
+      dp_rows<8>(acc[C], src[A], stride[A], src[B], stride[B]);
+    else
+      dp_rows<16>(acc[C], src[A], stride[A], src[B], stride[B]);
+  }
+  template <int T>
+  AMX_FN void store(void* p, long s) {
+    char* d = static_cast<char*>(p);
+    for (int i = 0; i < 16; ++i) _mm512_storeu_ps(d + i * s, _mm512_load_ps(&acc[T][i][0]));
+  }
+};
+
+// p v of one key block (p rows from p, 128 keys at key j0) into tile 5, stored to pv.
+template <class Tiles>
+AMX_FN inline void pv_block(Tiles& tl, float (&pv)[16][16], const std::uint16_t* p, const std::uint16_t* vvb, long j0,
+                            long valid) {
+  tl.template zero<5>();
+  for (int h = 0; h < 4; ++h) {
+    if (32 * h >= valid) break;  // p and the values are 0 there
+    tl.template load<3>(p + 32 * h, 128 * 2);
+    tl.template load<4>(vvb + (j0 / 32 + h) * 16 * 32, 64);
+    tl.template dp<5, 3, 4>();
+  }
+  tl.template store<5>(&pv[0][0], 64);
+}
+
+template <class Tiles>
 AMX_FN void forward_item(float* o, float* lse, const std::uint16_t* qs, const std::uint16_t* kv,
                          const std::uint16_t* vv, const Layout& L, long bh, long i0) {
   constexpr int KB = 128, KW = KB / 16;  // keys per block, vectors (and s tiles) per row of a block
+  Tiles tl;
   TileConfig cfg;
   cfg.set(0, 16, 64);  // s tile (16 queries × 16 keys, float32)
   cfg.set(1, 16, 32);  // q rows (16 × 16 dims)
@@ -134,9 +283,8 @@ AMX_FN void forward_item(float* o, float* lse, const std::uint16_t* qs, const st
   cfg.set(3, 16, 64);  // p rows (16 × 32 keys)
   cfg.set(4, 16, 64);  // values, VNNI (16 key pairs × 16 dims)
   cfg.set(5, 16, 64);  // p v (16 × 16 dims)
-  AMX_BARRIER();
-  _tile_loadconfig(&cfg);
-  TILE_LOAD(1, qs + bh * L.slice() + i0 * 16, 32);
+  tl.config(cfg);
+  tl.template load<1>(qs + bh * L.slice() + i0 * 16, 32);
   // p of a block is written by vector stores and read by tile loads; a tile load right after the stores waits for
   // them to drain, so p v of block b runs after the softmax of block b + 1 (p double-buffered), and the output rows
   // are rescaled one block late: acc = (acc + p_b v) · 2^(m_b - m_(b+1)).
@@ -155,10 +303,8 @@ AMX_FN void forward_item(float* o, float* lse, const std::uint16_t* qs, const st
   long prev_j0 = -1, prev_valid = 0;
   for (long j0 = 0, blk = 0; j0 < L.n; j0 += KB, ++blk) {
     for (int t = 0; t < KW; ++t) {
-      _tile_zero(0);
-      TILE_LOAD(2, kvb + (j0 / 16 + t) * 8 * 32, 64);
-      _tile_dpbf16ps(0, 1, 2);
-      _tile_stored(0, &s[0][t * 16], KB * 4);
+      tl.template load<2>(kvb + (j0 / 16 + t) * 8 * 32, 64);
+      tl.template product<0, 1, 2>(&s[0][t * 16], KB * 4);
     }
     const long valid = L.n - j0 < KB ? L.n - j0 : KB;
     __mmask16 km[KW];
@@ -217,7 +363,7 @@ AMX_FN void forward_item(float* o, float* lse, const std::uint16_t* qs, const st
       m[r] = m_new;
     }
     if (prev_j0 >= 0) {  // the previous block's p v, then this block's rescale
-      pv_block(pv, &p[(blk - 1) & 1][0][0], vvb, prev_j0, prev_valid);
+      pv_block(tl, pv, &p[(blk - 1) & 1][0][0], vvb, prev_j0, prev_valid);
       for (int r = 0; r < 16; ++r)
         acc[r] = _mm512_mul_ps(_mm512_add_ps(acc[r], _mm512_load_ps(&pv[r][0])), _mm512_set1_ps(alpha[r]));
     }
@@ -225,9 +371,9 @@ AMX_FN void forward_item(float* o, float* lse, const std::uint16_t* qs, const st
     prev_valid = valid;
   }
   const long last = (L.n - 1) / KB;
-  pv_block(pv, &p[last & 1][0][0], vvb, prev_j0, prev_valid);
+  pv_block(tl, pv, &p[last & 1][0][0], vvb, prev_j0, prev_valid);
   for (int r = 0; r < 16; ++r) acc[r] = _mm512_add_ps(acc[r], _mm512_load_ps(&pv[r][0]));
-  _tile_release();
+  tl.release();
   for (int r = 0; r < 16 && i0 + r < L.n; ++r) {
     const long i = i0 + r;
     const float sum = _mm512_reduce_add_ps(l[r]);
@@ -236,10 +382,12 @@ AMX_FN void forward_item(float* o, float* lse, const std::uint16_t* qs, const st
   }
 }
 
+template <class Tiles>
 AMX_FN void backward_item(float* dq, float* dk, float* dv, const float* lse, const float* rowdot,
                           const std::uint16_t* qs, const std::uint16_t* qst, const std::uint16_t* kv,
                           const std::uint16_t* kk, const std::uint16_t* vt, const std::uint16_t* dob,
                           const std::uint16_t* dot, const Layout& L, long bh) {
+  Tiles tl;
   TileConfig cfg;
   cfg.set(0, 16, 64);  // dvᵀ accumulator (16 dims × 16 keys)
   cfg.set(1, 16, 64);  // dkᵀ accumulator
@@ -248,8 +396,7 @@ AMX_FN void backward_item(float* dq, float* dk, float* dv, const float* lse, con
   cfg.set(4, 8, 64);   // B with K = 16: KV, VT, KK blocks
   cfg.set(5, 16, 64);  // A with K = 32 queries: dOᵀ, qᵀ
   cfg.set(6, 16, 64);  // B with K = 32 queries: p, dS in VNNI pairs of queries
-  AMX_BARRIER();
-  _tile_loadconfig(&cfg);
+  tl.config(cfg);
   const long n = L.n, so = bh * L.slice();
   float* dqb = dq + bh * n * 16;
   float* dkb = dk + bh * n * 16;
@@ -262,25 +409,21 @@ AMX_FN void backward_item(float* dq, float* dk, float* dv, const float* lse, con
   for (long kb = 0; kb * 16 < n; ++kb) {
     const long kvalid = n - kb * 16 < 16 ? n - kb * 16 : 16;
     const __mmask16 km = kvalid >= 16 ? __mmask16(0xffff) : __mmask16((1u << kvalid) - 1u);
-    _tile_zero(0);
-    _tile_zero(1);
+    tl.template zero<0>();
+    tl.template zero<1>();
     const std::uint16_t* kvk = kv + so + kb * 8 * 32;
     const std::uint16_t* vtk = vt + so + kb * 8 * 32;
     const std::uint16_t* kkk = kk + so + kb * 8 * 32;
     for (long i0 = 0; i0 < n; i0 += 32) {
-      TILE_LOAD(4, kvk, 64);
+      tl.template load<4>(kvk, 64);
       for (int h = 0; h < 2; ++h) {
-        _tile_zero(2);
-        TILE_LOAD(3, qs + so + (i0 + 16 * h) * 16, 32);
-        _tile_dpbf16ps(2, 3, 4);
-        _tile_stored(2, &s[16 * h][0], 64);
+        tl.template load<3>(qs + so + (i0 + 16 * h) * 16, 32);
+        tl.template product<2, 3, 4>(&s[16 * h][0], 64);
       }
-      TILE_LOAD(4, vtk, 64);
+      tl.template load<4>(vtk, 64);
       for (int h = 0; h < 2; ++h) {
-        _tile_zero(2);
-        TILE_LOAD(3, dob + so + (i0 + 16 * h) * 16, 32);
-        _tile_dpbf16ps(2, 3, 4);
-        _tile_stored(2, &dp[16 * h][0], 64);
+        tl.template load<3>(dob + so + (i0 + 16 * h) * 16, 32);
+        tl.template product<2, 3, 4>(&dp[16 * h][0], 64);
       }
       for (int rp = 0; rp < 16; ++rp) {
         __m512 e[2], d[2];
@@ -298,18 +441,16 @@ AMX_FN void backward_item(float* dq, float* dk, float* dv, const float* lse, con
         _mm512_store_si512(&pv[rp][0], vnni_pair(e[0], e[1]));
         _mm512_store_si512(&dsv[rp][0], vnni_pair(d[0], d[1]));
       }
-      TILE_LOAD(5, dot + so + i0, L.np * 2);  // dvᵀ += dOᵀ p
-      TILE_LOAD(6, &pv[0][0], 64);
-      _tile_dpbf16ps(0, 5, 6);
-      TILE_LOAD(5, qst + so + i0, L.np * 2);  // dkᵀ += (q/4)ᵀ dS
-      TILE_LOAD(6, &dsv[0][0], 64);
-      _tile_dpbf16ps(1, 5, 6);
-      TILE_LOAD(4, kkk, 64);  // dq rows += dS k (scaled at the end)
+      tl.template load<5>(dot + so + i0, L.np * 2);  // dvᵀ += dOᵀ p
+      tl.template load<6>(&pv[0][0], 64);
+      tl.template dp<0, 5, 6>();
+      tl.template load<5>(qst + so + i0, L.np * 2);  // dkᵀ += (q/4)ᵀ dS
+      tl.template load<6>(&dsv[0][0], 64);
+      tl.template dp<1, 5, 6>();
+      tl.template load<4>(kkk, 64);  // dq rows += dS k (scaled at the end)
       for (int h = 0; h < 2; ++h) {
-        _tile_zero(2);
-        TILE_LOAD(3, &dsr[16 * h][0], 32);
-        _tile_dpbf16ps(2, 3, 4);
-        _tile_stored(2, &tmp[0][0], 64);
+        tl.template load<3>(&dsr[16 * h][0], 32);
+        tl.template product<2, 3, 4>(&tmp[0][0], 64);
         for (int r = 0; r < 16; ++r) {
           const long i = i0 + 16 * h + r;
           if (i >= n) break;
@@ -318,15 +459,15 @@ AMX_FN void backward_item(float* dq, float* dk, float* dv, const float* lse, con
         }
       }
     }
-    _tile_stored(0, &s[0][0], 64);  // dvᵀ [16 dims][16 keys]
-    _tile_stored(1, &dp[0][0], 64);  // dkᵀ
+    tl.template store<0>(&s[0][0], 64);   // dvᵀ [16 dims][16 keys]
+    tl.template store<1>(&dp[0][0], 64);  // dkᵀ
     for (long j = 0; j < kvalid; ++j)
       for (int c = 0; c < 16; ++c) {
         dvb[(kb * 16 + j) * 16 + c] = s[c][j];
         dkb[(kb * 16 + j) * 16 + c] = dp[c][j];
       }
   }
-  _tile_release();
+  tl.release();
   for (long x = 0; x < n * 16; ++x) dqb[x] *= 0.25f;  // 1 / sqrt(16)
 }
 
@@ -342,9 +483,14 @@ void forward(float* o, float* lse, const float* q, const float* k, const float* 
   pack_dim_pairs(kv, k, nbh, L);
   pack_row_pairs(vv, v, nbh, L);
   const long qblocks = (n + 15) / 16;
-  attnphys::parallel_for("attnphys::attention_amx_forward", nbh * qblocks, [=](long it) {
-    forward_item(o, lse, qs, kv, vv, L, it / qblocks, (it % qblocks) * 16);
-  });
+  if (attnphys::amx::available())
+    attnphys::parallel_for("attnphys::attention_amx_forward", nbh * qblocks, [=](long it) {
+      forward_item<AmxTiles>(o, lse, qs, kv, vv, L, it / qblocks, (it % qblocks) * 16);
+    });
+  else
+    attnphys::parallel_for("attnphys::attention_bf16_forward", nbh * qblocks, [=](long it) {
+      forward_item<SoftTiles>(o, lse, qs, kv, vv, L, it / qblocks, (it % qblocks) * 16);
+    });
 }
 
 void backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k, const float* v,
@@ -360,12 +506,25 @@ void backward(float* dq, float* dk, float* dv, const float* dout, const float* q
   pack_dim_pairs(vt, v, nbh, L);
   pack_rows(dob, dout, 1.0f, nbh, L);
   pack_transposed(dot, dout, 1.0f, nbh, L);
-  attnphys::parallel_for("attnphys::attention_amx_backward", nbh, [=](long bh) {
-    backward_item(dq, dk, dv, lse, rowdot, qs, qst, kv, kk, vt, dob, dot, L, bh);
-  });
+  if (attnphys::amx::available())
+    attnphys::parallel_for("attnphys::attention_amx_backward", nbh, [=](long bh) {
+      backward_item<AmxTiles>(dq, dk, dv, lse, rowdot, qs, qst, kv, kk, vt, dob, dot, L, bh);
+    });
+  else
+    attnphys::parallel_for("attnphys::attention_bf16_backward", nbh, [=](long bh) {
+      backward_item<SoftTiles>(dq, dk, dv, lse, rowdot, qs, qst, kv, kk, vt, dob, dot, L, bh);
+    });
+}
+
+bool available() { return attnphys::amx::available() || attnphys::amx::avx512_bf16_available(); }
+std::string unavailable_reason() {
+  return available() ? std::string() : attnphys::amx::avx512_bf16_unavailable_reason();
 }
 
 #else  // no AMX in this build
+
+bool available() { return false; }
+std::string unavailable_reason() { return attnphys::amx::unavailable_reason(); }
 
 void forward(float*, float*, const float*, const float*, const float*, long, long, std::uint16_t*) {}
 void backward(float*, float*, float*, const float*, const float*, const float*, const float*, const float*,

@@ -697,7 +697,7 @@ long fused_attention_lanes(std::size_t element_bytes) {
 #endif
 }
 
-// The bf16 (AMX) kernels run on the default execution space of a host build only (their threads are the host
+// The bf16 (AMX / AVX512-BF16) kernels run on the default execution space of a host build only (their threads are the host
 // pool's).
 template <class Space>
 void require_bf16_space(const char* where) {

@@ -67,7 +67,7 @@ void EncoderOptions::declare(OptionSet& set, const std::string& s) {
   set.add(s + ".final_norm", &final_norm, "LayerNorm after the last block");
   set.add(s + ".ln_eps", &ln_eps, "LayerNorm epsilon", Range::positive());
   set.add(s + ".attention_precision", &attention_precision,
-          "softmax attention arithmetic: float32, or bf16 products on Intel AMX (tiled, head width 16)");
+          "softmax attention arithmetic: float32, or bf16 products on Intel AMX or AVX512-BF16 (tiled, head width 16)");
   set.add(s + ".matmul_precision", &matmul_precision,
           "arithmetic of the float32 dense products (projections, feed-forward): float32, or bf16 operands with "
           "float32 accumulation on Intel AMX");

@@ -114,6 +114,7 @@ void bind_core(py::module_& m) {
     d["blas_thread_timeout"] = i.blas_thread_timeout;
     d["amx_bf16"] = i.amx_bf16;
     d["amx_reason"] = i.amx_reason;
+    d["bf16_attention"] = i.bf16_attention;
     d["openblas_coretype"] = i.blas_coretype_env;
     d["cpu_model"] = i.cpu_model;
     d["cpu_simd"] = i.cpu_simd;

@@ -141,7 +141,7 @@ void bind_encoder(py::module_& m, const char* name) {
                     "n_heads, n_layers, d_ff, attention (dense|tiled|galerkin|factored|physics), n_slices, causal, "
                     "window, periodic, relative_bias, max_len, positional (none|sinusoidal|learned|coords), coord_dim, coord_features, "
                     "coord_sigma, coord_seed, final_norm, ln_eps, attention_precision and matmul_precision (float32|bf16: bf16 "
-                    "on Intel AMX, EncoderF32 only); plus seed for the initial parameters.");
+                    "attention on Intel AMX or AVX512-BF16, bf16 matmul on AMX; EncoderF32 only); plus seed for the initial parameters.");
   cls.def(py::init([](const py::kwargs& kw) {
     ops::EncoderOptions o;
     OptionSet set;

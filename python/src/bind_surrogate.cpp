@@ -112,6 +112,7 @@ py::dict to_dict(const training::SurrogateOptions& o) {
   d["stencil"] = o.stencil;
   d["conserve"] = o.conserve;
   d["condition_on_field"] = o.condition_on_field;
+  d["attention_precision"] = std::string(enum_name(o.attention_precision));
   return d;
 }
 

@@ -60,6 +60,12 @@ TEST(RuntimeBlas, InfoNamesTheBlasItsCoreAndTheCpu) {
   EXPECT_NE(j.find(i.amx_bf16 ? "\"amx_bf16\": true" : "\"amx_bf16\": false"), std::string::npos) << j;
   EXPECT_EQ(i.amx_reason.empty(), i.amx_bf16);
   if (!i.amx_bf16) EXPECT_NE(j.find("\"amx_reason\": "), std::string::npos) << j;
+  // The bf16 attention's unit: AMX where AMX is usable, else AVX512-BF16 or none (with the reason).
+  if (i.amx_bf16) EXPECT_EQ(i.bf16_attention, "amx");
+  EXPECT_TRUE(i.bf16_attention == "amx" || i.bf16_attention == "avx512-bf16" || i.bf16_attention == "none")
+      << i.bf16_attention;
+  EXPECT_EQ(i.bf16_reason.empty(), i.bf16_attention != "none");
+  EXPECT_NE(j.find("\"bf16_attention\": \"" + i.bf16_attention + "\""), std::string::npos) << j;
 }
 
 // OpenBLAS' idle workers must not spin for its default ~0.1 s between products (they would take time slices from the

@@ -81,19 +81,27 @@ def test_encoder_matches_torch_transformer_encoder(dtype):
         assert _rel(ours.grad(name), p.grad.numpy()) < tol, name
 
 
-def test_encoder_bf16_on_amx_matches_float32_or_is_refused():
-    """attention_precision / matmul_precision = bf16: within bf16 rounding of float32 where AMX runs; elsewhere a
-    clear attnphys.Error that says what to set."""
+def test_encoder_bf16_matches_float32_or_is_refused():
+    """attention_precision = bf16 (AMX or AVX512-BF16) and matmul_precision = bf16 (AMX): within bf16 rounding of
+    float32 where they run; elsewhere a clear attnphys.Error that says what to set."""
     opts = dict(d_model=32, n_heads=2, n_layers=2, d_ff=64, attention="tiled", seed=3)
-    if not attnphys.info()["amx_bf16"]:
-        assert attnphys.info()["amx_reason"]
+    info = attnphys.info()
+    assert info["bf16_attention"] in ("amx", "avx512-bf16", "none")
+    if not info["amx_bf16"]:
+        assert info["amx_reason"]
+        with pytest.raises(attnphys.Error, match="matmul_precision = float32"):
+            nn.EncoderF32(matmul_precision="bf16", **opts)
+    if info["bf16_attention"] == "none":
         with pytest.raises(attnphys.Error, match="float32"):
             nn.EncoderF32(attention_precision="bf16", **opts)
         return
     rng = np.random.default_rng(2)
     x = rng.standard_normal((2, 70, 32)).astype("float32")
     dy = rng.standard_normal((2, 70, 32)).astype("float32")
-    ref, low = nn.EncoderF32(**opts), nn.EncoderF32(attention_precision="bf16", matmul_precision="bf16", **opts)
+    low_opts = dict(attention_precision="bf16", **opts)
+    if info["amx_bf16"]:
+        low_opts["matmul_precision"] = "bf16"
+    ref, low = nn.EncoderF32(**opts), nn.EncoderF32(**low_opts)
     y_ref, y = ref.forward(x), low.forward(x)
     dx_ref, dx = ref.backward(dy), low.backward(dy)
     assert 0 < _rel(y, y_ref) < 1e-2

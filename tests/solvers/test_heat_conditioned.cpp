@@ -484,3 +484,133 @@ TEST(HeatConditionedOnField, GradientsMatchCentralDifferencesAndTheMapIsNonlinea
   SurrogateOptions bad = cond_options(0, false, false, 1, "dense");
   EXPECT_THROW(HeatSurrogate<double>(bad, 2, {1.0, 0.75}), Error) << "conditioned without channels or the field";
 }
+
+// model.attention_precision = bf16 (conditioned kind): the global attention's products in bf16 (AMX, or AVX512-BF16
+// without AMX), float32 accumulation and softmax. The same float32 model on a 20 x 12 grid (240 tokens: two key
+// blocks of 128, the second partial) in float32 and in bf16: predictions within 8e-3 of their largest magnitude,
+// parameter gradients within 6e-3 and input gradients within 1.5e-2 of theirs, and not identical (the bf16 kernels
+// ran). Where no bf16 unit
+// exists the option is refused with the reason.
+TEST(HeatConditioned, Bf16AttentionMatchesFloat32WithinBf16Rounding) {
+  SurrogateOptions so;
+  so.kind = SurrogateKind::Conditioned;
+  so.extra_channels = 1;
+  so.kernel_layers = 2;
+  so.kernel_heads = 2;
+  so.kernel_dk = 16;
+  so.harmonics = 2;
+  so.encoder.d_model = 8;
+  so.conditioned_attention = ConditionedAttention::Tiled;
+  SurrogateOptions sb = so;
+  sb.attention_precision = ops::AttentionPrecision::BF16;
+  if (!ops::bf16_attention_available()) {
+    try {
+      HeatSurrogate<float> m(sb, 2, {1.0, 0.6});
+      ADD_FAILURE() << "bf16 accepted without a bf16 unit";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("model.attention_precision = float32"), std::string::npos) << e.what();
+    }
+    GTEST_SKIP() << ops::bf16_attention_unavailable_reason();
+  }
+  const long nx = 20, ny = 12, N = nx * ny, B = 2;
+  HeatSurrogate<float> mf(so, 2, {1.0, 0.6}), mb(sb, 2, {1.0, 0.6});
+  ParameterBuffer<float> pf, pb;
+  mf.declare(pf);
+  mb.declare(pb);
+  pf.allocate();
+  pb.allocate();
+  mf.init(pf, 7);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  auto p = pf.get_host();
+  for (auto& x : p) x += 0.3 * nd(rng);  // a generic point (the initialisation's zeros hide the attention)
+  pf.set_host(p);
+  pb.set_host(p);
+  View1<float> u("u", B * N), outf("outf", B * N), outb("outb", B * N), dout("dout", B * N), duf("duf", B * N),
+      dub("dub", B * N);
+  View2<float> ex("ex", B * N, 1), coords("x", N, 2);
+  auto hu = Kokkos::create_mirror_view(u);
+  auto he = Kokkos::create_mirror_view(ex);
+  auto hc = Kokkos::create_mirror_view(coords);
+  auto hd = Kokkos::create_mirror_view(dout);
+  for (long n = 0; n < N; ++n) {
+    hc(n, 0) = float((n % nx) * 0.05);
+    hc(n, 1) = float((n / nx) * 0.05);
+  }
+  for (long t = 0; t < B * N; ++t) {
+    hu(t) = float(nd(rng));
+    he(t, 0) = float(nd(rng));
+    hd(t) = float(nd(rng));
+  }
+  Kokkos::deep_copy(u, hu);
+  Kokkos::deep_copy(ex, he);
+  Kokkos::deep_copy(coords, hc);
+  Kokkos::deep_copy(dout, hd);
+  SurrogateCache<float> cf, cb;
+  pf.zero_grads();
+  pb.zero_grads();
+  mf.forward(outf, cf, u, ex, coords, B, N, pf);
+  mb.forward(outb, cb, u, ex, coords, B, N, pb);
+  EXPECT_FALSE(cf.ws.bf16);
+  EXPECT_TRUE(cb.ws.bf16);
+  mf.backward(cf, dout, pf, duf);
+  mb.backward(cb, dout, pb, dub);
+  // Largest deviation relative to the largest magnitude, and whether anything differs at all.
+  auto compare = [](const std::vector<double>& a, const std::vector<double>& b, double* rel, bool* differs) {
+    double scale = 0, dev = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      scale = std::max(scale, std::abs(a[i]));
+      dev = std::max(dev, std::abs(a[i] - b[i]));
+      if (a[i] != b[i]) *differs = true;
+    }
+    *rel = dev / scale;
+  };
+  auto vec = [](const View1<float>& v) {
+    auto h = to_host(v);
+    return std::vector<double>(h.data(), h.data() + h.extent(0));
+  };
+  double ro = 1, rg = 1, ri = 1;
+  bool differs = false;
+  compare(vec(outf), vec(outb), &ro, &differs);
+  const auto gf = pf.get_host(Slot::Grads), gb = pb.get_host(Slot::Grads);
+  compare(std::vector<double>(gf.begin(), gf.end()), std::vector<double>(gb.begin(), gb.end()), &rg, &differs);
+  compare(vec(duf), vec(dub), &ri, &differs);
+  std::printf("conditioned bf16 attention against float32: output %.2e, parameter gradients %.2e, input %.2e\n", ro, rg,
+              ri);
+  // Measured on a Zen 4 (AVX512-BF16): 3.0e-3, 2.5e-3, 6.7e-3; dq scaled by 1.08 in the bf16 backward gives 9.5e-3
+  // on the parameter gradients, which fails here.
+  EXPECT_LT(ro, 8e-3);
+  EXPECT_LT(rg, 6e-3);
+  EXPECT_LT(ri, 1.5e-2);
+  EXPECT_TRUE(differs) << "bf16 and float32 agree bit for bit: the bf16 kernels did not run";
+}
+
+// The bf16 option's conditions, each refused with what to change.
+TEST(HeatConditioned, Bf16AttentionOptionsRefuseWhatTheKernelsDoNotCover) {
+  auto refused = [](SurrogateOptions so, const char* needle) {
+    so.attention_precision = ops::AttentionPrecision::BF16;
+    try {
+      HeatSurrogate<float> m(so, 2, {1.0, 0.75});
+      ADD_FAILURE() << "accepted: " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  SurrogateOptions so = cond_options(1, false, false, 1, "tiled");
+  so.kernel_dk = 16;
+  SurrogateOptions a = so;
+  a.kernel_dk = 8;
+  refused(a, "model.kernel_dk = 16");
+  SurrogateOptions b = so;
+  b.conditioned_attention = ConditionedAttention::Dense;
+  refused(b, "model.conditioned_attention = tiled");
+  SurrogateOptions c = so;
+  c.kind = SurrogateKind::Kernel;
+  c.extra_channels = 0;
+  refused(c, "model.kind = conditioned or transformer");
+  if (ops::bf16_attention_available()) {
+    so.attention_precision = ops::AttentionPrecision::BF16;
+    EXPECT_THROW(HeatSurrogate<double>(so, 2, {1.0, 0.75}), Error) << "a float64 model in bf16";
+    EXPECT_NO_THROW(HeatSurrogate<float>(so, 2, {1.0, 0.75}));
+  }
+}

@@ -64,6 +64,10 @@ void SurrogateOptions::declare(OptionSet& set) {
           "the input channels, still linear in the field) or transformer");
   set.add("model.conditioned_attention", &conditioned_attention,
           "conditioned: dense (saved probabilities), tiled (FlashAttention-2, O(N) memory) or auto");
+  set.add("model.attention_precision", &attention_precision,
+          "conditioned / transformer: float32, or bf16 for the global softmax attention's products in bf16 with "
+          "float32 accumulation and a float32 softmax (Intel AMX, or AVX512-BF16 on AMD Zen 4/5 and Intel Cooper "
+          "Lake; tiled attention, head width model.kernel_dk (conditioned) or d_model / n_heads (transformer) = 16)");
   set.add("model.kernel_heads", &kernel_heads,
           "kernel / conditioned: attention heads (conditioned with model.local_radius > 0: 0 turns the global "
           "attention off, leaving the κ-conditioned local stencil)",
@@ -154,6 +158,23 @@ void SurrogateOptions::validate() const {
           "model.kind = conditioned only: set model.kind = conditioned or model.local_radius = 0");
   require(kind != K::Kernel || !stencil, "model.stencil adds nonlinear token features; model.kind = kernel is linear ",
           "in the field: use model.kind = transformer");
+  if (attention_precision == ops::AttentionPrecision::BF16) {
+    require(kind != K::Kernel,
+            "model.attention_precision = bf16 applies to model.kind = conditioned or transformer; "
+            "the kernel kind's attention does not depend on the input: set model.attention_precision = float32");
+    if (kind == K::Conditioned) {
+      require(conditioned_attention != ConditionedAttention::Dense,
+              "model.attention_precision = bf16 needs the tiled attention: set model.conditioned_attention = tiled "
+              "(or auto)");
+      require(kernel_dk == 16, "model.attention_precision = bf16 needs head width model.kernel_dk = 16, not ",
+              kernel_dk, "; set model.kernel_dk = 16 or model.attention_precision = float32");
+      require(kernel_heads >= 1, "model.attention_precision = bf16 applies to the global attention, which ",
+              "model.kernel_heads = 0 turns off: set model.attention_precision = float32");
+      require(ops::bf16_attention_available(),
+              "model.attention_precision = bf16 cannot run here: ", ops::bf16_attention_unavailable_reason(),
+              "; set model.attention_precision = float32");
+    }
+  }
   require(encoder.attention != ops::AttentionKind::Factored,
           "model.attention = factored needs a fixed sequence length; the heat surrogate evaluates on other grids: ",
           "use dense, tiled or galerkin");
@@ -179,6 +200,10 @@ HeatSurrogate<T>::HeatSurrogate(SurrogateOptions options, int dim, std::vector<d
         const bool fourier = options.coords == CoordEncoding::Fourier;
         options.encoder.positional = fourier ? ops::PositionalKind::Coords : ops::PositionalKind::None;
         options.encoder.coord_dim = fourier ? dim : 0;
+        if (options.kind == SurrogateKind::Transformer)
+          options.encoder.attention_precision = options.attention_precision;
+        require(options.attention_precision != ops::AttentionPrecision::BF16 || std::is_same<T, float>::value,
+                "model.attention_precision = bf16 runs on float32 models only");
         return options;
       }()),
       dim_(dim),
@@ -943,8 +968,11 @@ void HeatSurrogate<T>::conditioned_forward(const ops::Vec<T>& out, SurrogateCach
           for (long f = 0; f < Dz; ++f) z(t, f) = f < d ? hh(t, f) : cf(t, f - d);
         });
   }
-  const bool dense = cond_memory_ == CondMemory::Dense ||
-                     (cond_memory_ == CondMemory::Auto && double(L) * batch * H * double(len) * len <= double(1L << 27));
+  const bool bf16 = opt_.attention_precision == ops::AttentionPrecision::BF16;  // tiled only (validated)
+  const bool dense =
+      !bf16 && (cond_memory_ == CondMemory::Dense ||
+                (cond_memory_ == CondMemory::Auto && double(L) * batch * H * double(len) * len <= double(1L << 27)));
+  c.ws.bf16 = bf16;
   for (auto* v : {&c.cq, &c.ck, &c.cg, &c.cv, &c.cm, &c.com, &c.clse}) v->resize(L);
   for (auto* v : {&c.cqh, &c.ckh, &c.cvh, &c.coh, &c.cp}) v->resize(L);
   c.cw.resize(S > 0 ? L : 0);

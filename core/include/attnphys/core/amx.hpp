@@ -12,6 +12,11 @@ namespace attnphys::amx {
 bool available();
 // Why not, in words, when available() is false ("" otherwise).
 std::string unavailable_reason();
+// True when this CPU has AVX-512 (F/BW/VL) and AVX512-BF16 (VDPBF16PS: bf16 pair products with float32
+// accumulation) and the OS saves the AVX-512 state, with or without AMX: AMD Zen 4 and later, Intel Cooper Lake and
+// Sapphire Rapids and later. The bf16 attention kernels (operators) run there without AMX; gemm_bf16 needs AMX.
+bool avx512_bf16_available();
+std::string avx512_bf16_unavailable_reason();
 
 // C [m×n] = alpha op(A) op(B) + beta C on row-major float32 matrices with leading dimensions lda, ldb, ldc;
 // op(X) = Xᵀ when tX. Operands rounded to bf16 (round to nearest even), products accumulated in float32: the

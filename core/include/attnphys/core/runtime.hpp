@@ -27,6 +27,9 @@ struct RuntimeInfo {
   std::string blas_warning;       // non-empty when the BLAS runs a generic fallback the CPU could beat (see below)
   bool amx_bf16 = false;          // Intel AMX bf16 tiles usable here (attention_precision / matmul_precision = bf16)
   std::string amx_reason;         // why not, when amx_bf16 is false
+  std::string bf16_attention;     // the unit the bf16 attention (attention_precision = bf16) runs on: "amx",
+                                  // "avx512-bf16" (VDPBF16PS, no AMX) or "none" (then amx_reason / the probe says why)
+  std::string bf16_reason;        // why none, when bf16_attention is "none"
   bool mpi_enabled = false;
   int mpi_ranks = 1;
   int mpi_rank = 0;

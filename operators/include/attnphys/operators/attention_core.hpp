@@ -17,7 +17,8 @@
 // Every kernel takes its execution space as a template argument (ExecSpace by default, deduced from the ScoreSpec
 // or AttentionScratch where there is one) and is instantiated for each enabled space (core/spaces.hpp), with every
 // view in that space's memory: the tests run them once per space (operators.AttentionOnSpace.*). The fused AVX
-// kernels run on any host space; the bf16 (AMX) kernels on the default space only.
+// kernels run on any host space; the bf16 (AMX or AVX512-BF16) kernels on the default space
+// only.
 #include <string>
 
 #include "attnphys/operators/layers.hpp"
@@ -84,7 +85,7 @@ struct AttentionScratch {
   // vectors (fused_attention_lanes: on AVX-512 16, 32, 64 floats or 8, 16, 32 doubles; on AVX2 8, 16, 32 floats or
   // 4, 8, 16 doubles). false: always the blocked gemm path (the tests' reference).
   bool fused = true;
-  // bf16 softmax attention on Intel AMX (operators/src/attention_amx.hpp): the tiled kind in float32 with head
+  // bf16 softmax attention on Intel AMX or AVX512-BF16 (operators/src/attention_amx.hpp): the tiled kind in float32 with head
   // width 16 and plain scores; products in bf16 with float32 accumulation, the softmax in float32. Set from
   // EncoderOptions::attention_precision; sdpa_forward / sdpa_backward refuse it where it does not apply.
   bool bf16 = false;
@@ -96,7 +97,7 @@ struct AttentionScratch {
 // this build has no fused kernels (device builds, other CPUs).
 long fused_attention_lanes(std::size_t element_bytes);
 
-// Whether the bf16 (AMX) attention kernels can run in this process, and why not.
+// Whether the bf16 (AMX or AVX512-BF16) attention kernels can run in this process, and why not.
 bool bf16_attention_available();
 std::string bf16_attention_unavailable_reason();
 

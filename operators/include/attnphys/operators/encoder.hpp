@@ -18,7 +18,8 @@ namespace attnphys::ops {
 // Absolute positional information added to the embedded tokens.
 enum class PositionalKind { None, Sinusoidal, Learned, Coords };
 // Arithmetic of softmax attention: float32 throughout, or bf16 products with float32 accumulation and softmax on
-// Intel AMX (AttentionScratch::bf16; tiled attention, head width 16, no mask or relative bias, float32 models).
+// Intel AMX, or AVX512-BF16 without AMX (AttentionScratch::bf16; tiled attention, head width 16, no mask or relative
+// bias, float32 models).
 enum class AttentionPrecision { Float32, BF16 };
 
 }  // namespace attnphys::ops

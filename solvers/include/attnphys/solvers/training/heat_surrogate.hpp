@@ -132,6 +132,9 @@ namespace attnphys::training {
 struct SurrogateOptions {
   SurrogateKind kind = SurrogateKind::Kernel;
   ConditionedAttention conditioned_attention = ConditionedAttention::Auto;  // conditioned kind
+  // conditioned / transformer: bf16 products in the global softmax attention (float32 accumulation and softmax;
+  // AMX or AVX512-BF16; tiled attention with head width 16, float32 models only); float32 by default.
+  ops::AttentionPrecision attention_precision = ops::AttentionPrecision::Float32;
   long kernel_heads = 4;            // kernel: heads (each its own attention matrix)
   long kernel_dk = 16;              // kernel: query/key width per head
   long kernel_layers = 1;           // kernel: stacked layers
