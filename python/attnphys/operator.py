@@ -217,7 +217,8 @@ class Surrogate:
                  n_slices=None, final_norm=False, stencil=False, d_k=16, local_radius=0, local_edge="clamp",
                  channel_window=0, layer_repeat=1, coords="harmonics",
                  harmonics=4, coord_features=16, coord_sigma=1.0, channels=(), dt_input=False, conserve=False,
-                 condition_on_field=False, attention_precision="float32", dim=2, lengths=None, bc="periodic", dtype="float32", seed=0, **unknown):
+                 condition_on_field=False, attention_precision="float32", dim=2, lengths=None, bc="periodic",
+                 dtype="float32", seed=0, **unknown):
         w = "Surrogate"
         if unknown:
             _unknown(w, unknown, list(_TRANSFORMER) + list(_CONDITIONED) + list(_COMMON) +
