@@ -295,12 +295,18 @@ class Surrogate:
                 "kernel_layers": d["kernel_layers"], "kind": d["kind"]}
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path, *, attention_precision=None):
         """A checkpoint of Surrogate.save or of `attnphys train heat` (the best validated parameters when it holds
-        them); predicts what `attnphys eval heat` computes."""
+        them); predicts what `attnphys eval heat` computes. attention_precision ("float32" or "bf16"; None: as
+        stored) replaces the stored one, e.g. to predict on a CPU without a bf16 unit with a model trained in bf16."""
+        w = f"Surrogate.load('{_os.fspath(path)}')"
+        overrides = []
+        if attention_precision is not None:
+            prec = _str(w, "attention_precision", attention_precision, ("float32", "bf16"))
+            overrides.append(f"model.attention_precision={prec}")
         self = cls.__new__(cls)
-        with _translated(f"Surrogate.load('{_os.fspath(path)}')"):
-            self._m = _s.Model.load(_os.fspath(path))
+        with _translated(w):
+            self._m = _s.Model.load(_os.fspath(path), overrides)
         return self
 
     def save(self, path):

@@ -368,16 +368,16 @@ void bind_surrogate(py::module_& m) {
            py::arg("options"), py::arg("dim"), py::arg("box"), py::arg("bc"), py::arg("channels"), py::arg("seed"))
       .def_static(
           "load",
-          [](const std::string& path) {
+          [](const std::string& path, const std::vector<std::string>& overrides) {
             auto p = std::make_unique<PyModel>();
             auto lock = lock_model(*p);
             {
               py::gil_scoped_release release;
-              p->m = HeatModel::load(path);
+              p->m = HeatModel::load(path, overrides);
             }
             return p;
           },
-          py::arg("path"))
+          py::arg("path"), py::arg("overrides") = std::vector<std::string>{})
       .def(
           "save",
           [](PyModel& p, const std::string& path) {

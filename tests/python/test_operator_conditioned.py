@@ -129,6 +129,15 @@ def test_conditioned_bf16_attention_trains_like_float32_or_is_refused(tmp_path):
     assert 0 < dev < 2e-2, dev
     model.save(str(tmp_path / "b.h5"))
     assert np.array_equal(Surrogate.load(str(tmp_path / "b.h5")).predict(u0[16:], kappa=kappa[16:]), preds["bf16"])
+    # Loaded in float32 (as on a CPU without a bf16 unit): the same parameters predict within bf16 rounding, and a
+    # save of that model keeps float32.
+    f32 = Surrogate.load(str(tmp_path / "b.h5"), attention_precision="float32")
+    p32 = f32.predict(u0[16:], kappa=kappa[16:])
+    assert 0 < np.abs(p32 - preds["bf16"]).max() / np.abs(p32).max() < 2e-2
+    f32.save(str(tmp_path / "f.h5"))
+    assert np.array_equal(Surrogate.load(str(tmp_path / "f.h5")).predict(u0[16:], kappa=kappa[16:]), p32)
+    with pytest.raises(attnphys.Error, match="attention_precision"):
+        Surrogate.load(str(tmp_path / "b.h5"), attention_precision="fp8")
     with pytest.raises(attnphys.Error, match="d_k = 16"):
         Surrogate("conditioned", attention_precision="bf16", d_model=8, n_heads=2, d_k=8, channels=("kappa",))
     with pytest.raises(attnphys.Error, match="attention_precision"):

@@ -633,7 +633,7 @@ void HeatModel::build(SurrogateOptions options) {
   buf_.allocate();
 }
 
-std::unique_ptr<HeatModel> HeatModel::load(const std::string& path) {
+std::unique_ptr<HeatModel> HeatModel::load(const std::string& path, const std::vector<std::string>& overrides) {
   using detail_fit::split_names;
   h5::Reader r(path, "heat_surrogate", 1);
   std::unique_ptr<HeatModel> m(new HeatModel());
@@ -643,6 +643,10 @@ std::unique_ptr<HeatModel> HeatModel::load(const std::string& path) {
     OptionSet set;
     cfg.declare(set);
     set.load_string(m->config_, path + " (stored configuration)");
+    if (!overrides.empty()) {
+      set.set_all(overrides);
+      m->config_ = set.to_toml();  // a later save() keeps what this model runs
+    }
   }
   if (r.has_attr("/", "channel_names")) m->channels_ = split_names(r.attr_string("/", "channel_names"));
   if (r.has_attr("/", "channel_mean")) {

@@ -120,7 +120,9 @@ class HeatModel {
   HeatModel(SurrogateOptions options, int dim, std::vector<double> box, heat::BcType bc,
             std::vector<std::string> channel_names, long seed);
   // A checkpoint of `attnphys train heat` or of save(); the best validated parameters when it holds them.
-  static std::unique_ptr<HeatModel> load(const std::string& path);
+  // overrides ("model.attention_precision=float32", ...) change the stored configuration, as `attnphys eval heat
+  // --set` does (e.g. a model trained in bf16 predicted on a CPU without a bf16 unit).
+  static std::unique_ptr<HeatModel> load(const std::string& path, const std::vector<std::string>& overrides = {});
   // The checkpoint format above; config_toml is stored as the configuration (empty: one made from the options).
   void save(const std::string& path, const std::string& config_toml = "") const;
 
