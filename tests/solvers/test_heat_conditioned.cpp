@@ -608,6 +608,14 @@ TEST(HeatConditioned, Bf16AttentionOptionsRefuseWhatTheKernelsDoNotCover) {
   c.kind = SurrogateKind::Kernel;
   c.extra_channels = 0;
   refused(c, "model.kind = conditioned or transformer");
+  SurrogateOptions t = so;  // the transformer kind: its encoder's conditions under the model.* keys
+  t.kind = SurrogateKind::Transformer;
+  t.encoder.d_model = 32;
+  t.encoder.n_heads = 2;
+  refused(t, "model.attention = tiled");  // the surrogate's default attention is dense
+  t.encoder.attention = ops::AttentionKind::Tiled;
+  t.encoder.n_heads = 4;
+  refused(t, "model.d_model / model.n_heads = 16");
   if (ops::bf16_attention_available()) {
     so.attention_precision = ops::AttentionPrecision::BF16;
     EXPECT_THROW(HeatSurrogate<double>(so, 2, {1.0, 0.75}), Error) << "a float64 model in bf16";
