@@ -175,11 +175,11 @@ void SurrogateOptions::validate() const {
               "model.attention_precision = bf16 needs model.attention = tiled");
       require(encoder.n_heads > 0 && encoder.d_model == 16 * encoder.n_heads,
               "model.attention_precision = bf16 needs head width model.d_model / model.n_heads = 16, not ",
-              encoder.n_heads > 0 ? encoder.d_model / encoder.n_heads : 0,
-              "; set model.attention_precision = float32");
+              encoder.n_heads > 0 ? encoder.d_model / encoder.n_heads : 0, "; set model.attention_precision = float32");
     }
-    require(ops::bf16_attention_available(), "model.attention_precision = bf16 cannot run here: ",
-            ops::bf16_attention_unavailable_reason(), "; set model.attention_precision = float32");
+    require(ops::bf16_attention_available(),
+            "model.attention_precision = bf16 cannot run here: ", ops::bf16_attention_unavailable_reason(),
+            "; set model.attention_precision = float32");
   }
   require(encoder.attention != ops::AttentionKind::Factored,
           "model.attention = factored needs a fixed sequence length; the heat surrogate evaluates on other grids: ",
