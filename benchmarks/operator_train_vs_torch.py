@@ -33,7 +33,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from attention_train_vs_torch import Side, ensure_torch2_venv, loadavg, log, serve, venv_python  # noqa: E402
