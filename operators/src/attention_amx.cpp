@@ -158,6 +158,7 @@ struct AmxTiles {
 #define ATTNPHYS_OP(t) _tile_stored(t, p, stride)
     ATTNPHYS_TILE_SWITCH(T, ATTNPHYS_OP)
 #undef ATTNPHYS_OP
+    AMX_BARRIER();  // GCC's tile store does not declare the memory it writes: reads of it stay behind
   }
   // store<C>(p, stride) of zero<C>(), dp<C, A, B>() (one fresh product).
   template <int C, int A, int B>
