@@ -180,6 +180,7 @@ AMX_FN void row_block(float* c, long ldc, long m, long n, long k, float alpha, f
     _tile_stored(1, &acc[0][16], 128);
     _tile_stored(2, &acc[16][0], 128);
     _tile_stored(3, &acc[16][16], 128);
+    AMX_BARRIER();  // the tile stores do not declare the memory they write: the reads of acc below stay behind
     const long j0 = 32 * nb;
     for (int r = 0; r < 32 && i0 + r < m; ++r) {
       float* row = c + (i0 + r) * ldc + j0;
