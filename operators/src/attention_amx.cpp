@@ -517,7 +517,8 @@ void backward(float* dq, float* dk, float* dv, const float* dout, const float* q
     });
 }
 
-bool available() { return attnphys::amx::available() || attnphys::amx::avx512_bf16_available(); }
+// AMX's probe requires AVX512-BF16 too, so AVX512-BF16 alone decides (AMX is then used where it is usable).
+bool available() { return attnphys::amx::avx512_bf16_available(); }
 std::string unavailable_reason() {
   return available() ? std::string() : attnphys::amx::avx512_bf16_unavailable_reason();
 }

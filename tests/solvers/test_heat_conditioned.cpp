@@ -489,8 +489,7 @@ TEST(HeatConditionedOnField, GradientsMatchCentralDifferencesAndTheMapIsNonlinea
 // without AMX), float32 accumulation and softmax. The same float32 model on a 20 x 12 grid (240 tokens: two key
 // blocks of 128, the second partial) in float32 and in bf16: predictions within 8e-3 of their largest magnitude,
 // parameter gradients within 6e-3 and input gradients within 1.5e-2 of theirs, and not identical (the bf16 kernels
-// ran). Where no bf16 unit
-// exists the option is refused with the reason.
+// ran). Where no bf16 unit exists the option is refused with the reason.
 TEST(HeatConditioned, Bf16AttentionMatchesFloat32WithinBf16Rounding) {
   SurrogateOptions so;
   so.kind = SurrogateKind::Conditioned;
