@@ -21,7 +21,12 @@ Every run is a *point* with its own result file `<out>/points/<key>.json`, writt
 a point whose file exists is never run again. A VMC point checkpoints every --checkpoint-every iterations into
 `<work>/<key>.h5` (default work: <out>/work), and a point that was interrupted (kill -9 included) resumes from its
 checkpoint and ends bit-identical to an uninterrupted run. `<out>/study.log` records what each invocation started,
-skipped, resumed and finished; one study runs on a folder at a time (a second stops at once: `<out>/.study.lock`).
+skipped, resumed and finished. Several study commands may run on one folder at once (one per N on separate nodes,
+say): each point is held by the process running it (`<work>/<key>.lock`), a second command skips the points another
+is running and says which process holds them, and the tables and plan.json are rewritten under `<out>/.study.lock`.
+--jobs J runs up to J points of one command side by side, each with --threads T threads (ATTNPHYS_NUM_THREADS,
+OMP_NUM_THREADS and OPENBLAS_NUM_THREADS of its `attnphys`); results do not depend on either (the VMC kernels are
+bit-identical for any thread count), wall times do: points.csv records each point's threads and jobs.
 One command per size:
 
     /usr/bin/python3 python/scripts/compare_study.py --n 16 --out docs/study
@@ -30,7 +35,8 @@ One command per size:
 Outputs (each written atomically, rebuilt from every point file on each invocation, or alone with --tables-only):
   points.csv / points.md     every point: chain, n, ansatz, size, chi, seed, params, energy, error bar,
                              relative error, the error bar relative to |E|, error_bound, iterations, converged,
-                             wall seconds
+                             wall seconds, threads and jobs (the point's --threads and --jobs: empty where it ran
+                             with the default threads, alone)
   p_of_n.csv / p_of_n.md     chain, ansatz, n, eps, params (best seed), seeds, params_median, params_worst, bound,
                              seconds (wall time to reach eps), complete (every planned size and seed has run;
                              incomplete rows are not fitted)
@@ -50,7 +56,9 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 # The transformer family: (d_model, heads, d_ff, patch size, readout units). Parameters grow ~ d_model^2; the learned
 # absolute positions of open chains add ~ d_model * N / patch.
@@ -67,7 +75,7 @@ CHAINS = ("tfim", "heisenberg")
 ANSATZ_ORDER = ("dmrg", "vmc_mps", "transformer")
 POINT_COLUMNS = ["chain", "n", "ansatz", "size", "chi", "seed", "params", "energy", "energy_error", "reference",
                  "relative_error", "relative_stat_error", "error_bound", "iterations", "converged", "seconds",
-                 "train_seconds", "failed", "guard_rejections"]
+                 "train_seconds", "failed", "guard_rejections", "threads", "jobs"]
 P_COLUMNS = ["chain", "ansatz", "n", "eps", "params", "seeds", "params_median", "params_worst", "bound", "seconds",
              "complete"]
 FIT_COLUMNS = ["chain", "ansatz", "eps", "n_values", "a", "b", "b_error", "b_median", "crossing_with", "crossing_n",
@@ -79,7 +87,7 @@ FIT_COLUMNS = ["chain", "ansatz", "eps", "n_values", "a", "b", "b_error", "b_med
 # sees the old file or the new one, never a part of either.
 
 def write_atomic(path, text):
-    tmp = f"{path}.tmp-{os.getpid()}"
+    tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
     try:
         with open(tmp, "w") as f:
             f.write(text)
@@ -124,12 +132,56 @@ class StudyLog:
 
     def __init__(self, path):
         self.path = path
+        self.mutex = threading.Lock()  # --jobs: points finish on worker threads
 
     def __call__(self, text):
         line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} [{os.getpid()}] {text}"
-        print(line, flush=True)
-        with open(self.path, "a") as f:
-            f.write(line + "\n")
+        with self.mutex:
+            print(line, flush=True)
+            with open(self.path, "a") as f:  # one write of a whole line: O_APPEND keeps other processes' lines whole
+                f.write(line + "\n")
+
+
+def try_hold(path):
+    """Takes the exclusive lock of file `path` (created if missing) without waiting: (the open file, holding it until
+    closed or this process ends, kill -9 included), or (None, the holder's pid) when another process holds it."""
+    f = open(path, "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        pid = f.read().strip() or "?"
+        f.close()
+        return None, pid
+    f.seek(0)
+    f.truncate()
+    f.write(f"{os.getpid()}\n")
+    f.flush()
+    return f, None
+
+
+class FolderLock:
+    """<out>/.study.lock, held (waiting for it) while a process rewrites plan.json or the tables, so that two study
+    commands on one folder do not interleave their read-modify-writes."""
+
+    def __init__(self, out):
+        self.path = os.path.join(out, ".study.lock")
+
+    def __enter__(self):
+        self.f = open(self.path, "a+")
+        fcntl.flock(self.f, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+def child_env(args):
+    """The environment of a point's `attnphys`: --threads threads, or this one's (None)."""
+    if args.threads is None:
+        return None
+    t = str(args.threads)
+    return dict(os.environ, ATTNPHYS_NUM_THREADS=t, OMP_NUM_THREADS=t, OPENBLAS_NUM_THREADS=t)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -154,6 +206,19 @@ def run_dmrg_point(args, chain, n, log):
     if os.path.exists(path):
         log(f"skip {key}: finished before")
         return
+    held, pid = try_hold(os.path.join(args.work, key + ".lock"))
+    if held is None:  # the VMC points need its reference: wait for the other study to finish it (seconds)
+        log(f"wait for {key}: running in another study (pid {pid})")
+        held = open(os.path.join(args.work, key + ".lock"), "a+")
+        fcntl.flock(held, fcntl.LOCK_EX)
+    with held:
+        if os.path.exists(path):
+            log(f"skip {key}: finished by another study")
+            return
+        dmrg_point(args, chain, n, key, path, log)
+
+
+def dmrg_point(args, chain, n, key, path, log):
     cmd = [args.cli, "compare", "--json", "--methods", "dmrg", "--models", chain, "--n", str(n),
            "--dmrg-chi", ",".join(map(str, args.dmrg_chi)), "--ref-chi", str(args.ref_chi)]
     log(f"start {key}: {' '.join(cmd)}")
@@ -235,10 +300,23 @@ def log_seconds(logfile, reference, eps_list, window):
 
 
 def run_vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log):
+    """Runs the point unless it has finished or another process is running it (then says so)."""
     key = point_key(chain, n, ansatz, size, chi, seed)
     path = os.path.join(args.out, "points", key + ".json")
     if os.path.exists(path):
         return
+    held, pid = try_hold(os.path.join(args.work, key + ".lock"))
+    if held is None:
+        log(f"skip {key}: running in another study (pid {pid})")
+        return
+    with held:
+        if os.path.exists(path):  # finished by another study since this one listed the folder
+            log(f"skip {key}: finished by another study")
+            return
+        vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log, key, path)
+
+
+def vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log, key, path):
     ck = os.path.join(args.work, key + ".h5")
     logfile = os.path.join(args.work, key + ".csv")
     cmd = vmc_command(args, chain, n, ansatz, size, chi, seed, ck, logfile)
@@ -255,7 +333,7 @@ def run_vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log):
         log(f"resume {key} from its checkpoint at iteration {it}")
     log(f"start {key}: {' '.join(cmd)}")
     t0 = time.time()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(args))
     said = [line for line in proc.stderr.splitlines() if line.startswith("attnphys:")]
     for line in said:  # the warnings and errors, not the progress bar
         print(line, flush=True)
@@ -267,12 +345,13 @@ def run_vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log):
         # again): the point records it and reaches no eps.
         m = re.search(r"at iteration (\d+)", err)
         count = subprocess.run(vmc_command(args, chain, n, ansatz, size, chi, seed, None, None, count_only=True),
-                               check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+                               check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               env=child_env(args)).stdout
         res = {"key": key, "chain": chain, "n": n, "ansatz": ansatz, "size": size, "chi": chi, "seed": seed,
                "params": json.loads(count.strip().splitlines()[-1])["n_parameters"], "energy": None,
                "energy_error": None, "reference": reference, "relative_error": None,
                "iterations": int(m.group(1)) if m else None, "converged": False, "failed": err,
-               "settings": point_settings(args),
+               "settings": point_settings(args), "threads": args.threads, "jobs": args.jobs,
                "seconds": time.time() - t0, "train_seconds": time.time() - t0, "command": " ".join(cmd)}
         write_atomic(path, json.dumps(res, indent=1))
         log(f"done {key}: the run diverged ({err})")
@@ -286,7 +365,8 @@ def run_vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log):
            "converged": r["converged"], "guard_rejections": r.get("guard_rejections", 0),
            "seconds": train_seconds + r["estimate_seconds"],
            "train_seconds": train_seconds, "seconds_to_eps": {repr(k): v for k, v in to_eps.items()},
-           "settings": point_settings(args), "acceptance": r.get("acceptance"), "warnings": r.get("warnings", []),
+           "settings": point_settings(args), "threads": args.threads, "jobs": args.jobs,
+           "acceptance": r.get("acceptance"), "warnings": r.get("warnings", []),
            "command": " ".join(cmd)}
     write_atomic(path, json.dumps(res, indent=1))
     log(f"done {key} in {time.time() - t0:.1f} s: {r['iterations']} iterations"
@@ -615,6 +695,11 @@ def table_plan(args):
 
 
 def write_tables(args, log=None):
+    with FolderLock(args.out):  # another study on this folder may be rewriting them too
+        return write_tables_held(args, log)
+
+
+def write_tables_held(args, log):
     rows = point_rows(load_points(args.out))
     if not rows:
         return None
@@ -669,28 +754,41 @@ def parse_args(argv=None):
     p.add_argument("--tables-only", action="store_true",
                    help="only rebuild the tables and plots from points/ (complete: judged against plan.json)")
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="VMC points run side by side (default 1); give each a share of the cores with --threads")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads of each point's attnphys (ATTNPHYS_NUM_THREADS, OMP_NUM_THREADS, "
+                        "OPENBLAS_NUM_THREADS; default: this environment's)")
     a = p.parse_args(argv)
+    if a.jobs < 1 or (a.threads is not None and a.threads < 1):
+        p.error("--jobs and --threads take a positive integer")
     a.work = a.work or os.path.join(a.out, "work")
     return a
 
 
-def lock_study(out):
-    """Holds <out>/.study.lock for the life of this process (the kernel drops it when the process dies, kill -9
-    included), so that a second study on the same folder stops at once instead of running the same points beside the
-    first: two runs of one point write one checkpoint and one log, and their times count each other's load."""
-    f = open(os.path.join(out, ".study.lock"), "a+")
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        f.seek(0)
-        pid = f.read().strip() or "?"
-        sys.exit(f"compare_study: another study is running on {out} (pid {pid}); wait for it to finish or stop it "
-                 f"(it resumes), or give this one its own --out")
-    f.seek(0)
-    f.truncate()
-    f.write(f"{os.getpid()}\n")
-    f.flush()
-    return f
+def run_points(args, pending, log):
+    """Runs the VMC points `pending`, up to --jobs at a time, and rewrites the tables as each finishes. A point that
+    fails stops the study: the points not yet started are dropped, the running ones finish (or are resumed by the
+    next command), then the error is raised."""
+    if args.jobs == 1:
+        for p in pending:
+            run_vmc_point(args, *p, log)
+            write_tables(args, log)
+        return
+    error = None
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        running = {pool.submit(run_vmc_point, args, *p, log) for p in pending}
+        while running:
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            for f in finished:
+                if not f.cancelled() and f.exception() is not None and error is None:
+                    error = f.exception()
+                    log(f"a point failed ({error!r}); the points not yet started are dropped")
+                    for g in running:
+                        g.cancel()
+            write_tables(args, log)
+    if error is not None:
+        raise error
 
 
 def main(argv=None):
@@ -703,29 +801,30 @@ def main(argv=None):
     os.makedirs(args.work, exist_ok=True)
     log = StudyLog(os.path.join(args.out, "study.log"))
     if not args.tables_only:
-        lock = lock_study(args.out)  # noqa: F841 (held until the process ends)
         log(f"study: {' '.join(sys.argv[1:] if argv is None else argv)}")
-        merge_plan(args)
+        with FolderLock(args.out):
+            merge_plan(args)
         done = set(n[:-5] for n in os.listdir(os.path.join(args.out, "points")) if n.endswith(".json"))
+        pending = []
         for n in args.n:
             for chain in args.chains:
                 run_dmrg_point(args, chain, n, log)  # also the reference energy of the VMC points
                 with open(os.path.join(args.out, "points", point_key(chain, n, "dmrg") + ".json")) as f:
                     reference = json.load(f)["reference"]
-                jobs = []
+                kinds = []
                 if "vmc_mps" in args.ansatze:
-                    jobs += [("vmc_mps", None, chi) for chi in args.vmc_chi]
+                    kinds += [("vmc_mps", None, chi) for chi in args.vmc_chi]
                 if "transformer" in args.ansatze:
-                    jobs += [("transformer", size, None) for size in args.sizes]
-                for ansatz, size, chi in jobs:
+                    kinds += [("transformer", size, None) for size in args.sizes]
+                for ansatz, size, chi in kinds:
                     for seed in args.seeds:
                         key = point_key(chain, n, ansatz, size, chi, seed)
                         if key in done:
                             check_settings(args, os.path.join(args.out, "points", key + ".json"))
                             log(f"skip {key}: finished before")
                             continue
-                        run_vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log)
-                write_tables(args, log)
+                        pending.append((chain, n, ansatz, size, chi, seed, reference))
+        run_points(args, pending, log)
     if write_tables(args, log) is None:
         sys.exit(f"no points in {args.out}/points yet")
     return 0

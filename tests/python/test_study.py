@@ -6,7 +6,9 @@ transformer sizes, two seeds, a few iterations.
 - a run killed with SIGKILL in the middle of a VMC point, then started again, skips the points it had finished
   (their files untouched, "skip" in study.log), resumes the interrupted one from its checkpoint ("resume" in
   study.log), and ends with the same energies as the uninterrupted run, point for point;
-- the tables are written atomically: a write that fails half-way leaves the previous table whole and no temporary.
+- the tables are written atomically: a write that fails half-way leaves the previous table whole and no temporary;
+- two studies on one folder share its points (each point held by the process running it), and --jobs runs points
+  side by side with the same results.
 """
 import csv
 import importlib.util
@@ -266,22 +268,56 @@ def test_a_study_refuses_to_mix_points_made_with_other_settings(reference_run, t
     assert {n: (out / "points" / n).read_bytes() for n in os.listdir(out / "points")} == before
 
 
-def test_a_second_study_on_the_same_folder_stops_at_once(tmp_path):
-    # Two processes on one --out ran the same points at once (2026-12-06): they wrote one checkpoint and one log,
-    # and both crashed on the mixed log. While one holds the folder, a second stops before running anything, and it
-    # says which process holds it; once the first is gone (here: its lock released) the study runs.
+def test_two_studies_on_one_folder_share_its_points(reference_run, tmp_path):
+    # Two processes on one --out once ran the same points at once (2026-12-06): they wrote one checkpoint and one log,
+    # and both crashed on the mixed log. Now each point is held by the process that runs it: a second study waits for
+    # a DMRG point another is running (the VMC points need its reference), skips the VMC points another is running
+    # and says which process holds them, and runs the rest.
     out = tmp_path / "study"
-    os.makedirs(out)
+    os.makedirs(out / "work")
     mod = load_module()
-    held = mod.lock_study(str(out))
-    r = subprocess.run(study(out, ["--ansatze", "dmrg"]), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True)
-    assert r.returncode != 0
-    assert f"another study is running on {out} (pid {os.getpid()})" in r.stderr, r.stderr
-    assert not os.listdir(out / "points")
-    held.close()
-    subprocess.run(study(out, ["--ansatze", "dmrg"]), check=True, env=ENV, stdout=subprocess.PIPE)
-    assert os.path.exists(out / "points" / "tfim_n6_dmrg.json")
+    dmrg, _ = mod.try_hold(str(out / "work" / "tfim_n6_dmrg.lock"))
+    xs2, _ = mod.try_hold(str(out / "work" / "tfim_n6_transformer_xs_s2.lock"))
+    assert dmrg is not None and xs2 is not None
+    assert mod.try_hold(str(out / "work" / "tfim_n6_dmrg.lock")) == (None, str(os.getpid()))
+    cmd = study(out, ["--ansatze", "transformer", "--sizes", "xs"])
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL)
+    t0 = time.time()
+    while "wait for tfim_n6_dmrg" not in ((out / "study.log").read_text() if (out / "study.log").exists() else ""):
+        assert proc.poll() is None and time.time() - t0 < 60, "the study did not wait for the DMRG point"
+        time.sleep(0.01)
+    assert not os.path.exists(out / "points" / "tfim_n6_dmrg.json")
+    dmrg.close()  # the other study "finished" without writing it: this one runs it
+    assert proc.wait(timeout=300) == 0
+    log = (out / "study.log").read_text()
+    assert f"skip tfim_n6_transformer_xs_s2: running in another study (pid {os.getpid()})" in log, log
+    assert sorted(os.listdir(out / "points")) == ["tfim_n6_dmrg.json", "tfim_n6_transformer_xs_s1.json"]
+    xs2.close()
+    subprocess.run(cmd, check=True, env=ENV, stdout=subprocess.PIPE)
+    assert "start tfim_n6_transformer_xs_s2" in (out / "study.log").read_text().split("study: ")[-1]
+    ref = energies(reference_run)
+    assert energies(out) == {k: v for k, v in ref.items() if k in ("tfim_n6_dmrg", "tfim_n6_transformer_xs_s1",
+                                                                   "tfim_n6_transformer_xs_s2")}
+    no_temporaries(out)
+
+
+def test_jobs_run_points_side_by_side_with_the_same_results(reference_run, tmp_path):
+    out = tmp_path / "study"
+    subprocess.run(study(out, ["--jobs", "2", "--threads", "1"]), check=True, env=ENV, stdout=subprocess.PIPE)
+    assert energies(out) == energies(reference_run)  # a point's result does not depend on what runs beside it
+    events = [line.split("] ", 1)[1].split(" ")[:2] for line in (out / "study.log").read_text().splitlines()
+              if "] start " in line or "] done " in line]
+    vmc = [e for e in events if "_dmrg" not in e[1]]
+    assert vmc[0][0] == "start" and vmc[1][0] == "start", vmc  # two points began before either finished
+    rows = [r for r in read_csv(out / "points.csv") if r["ansatz"] != "dmrg"]
+    assert rows and all(r["threads"] == "1" and r["jobs"] == "2" for r in rows), rows
+    assert all(r["threads"] == "" and r["jobs"] == "1" for r in read_csv(reference_run / "points.csv")
+               if r["ansatz"] != "dmrg")
+    for bad in (["--jobs", "0"], ["--threads", "-1"]):
+        r = subprocess.run(study(tmp_path / "bad", bad), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        assert r.returncode == 2 and "take a positive integer" in r.stderr, r.stderr
+    no_temporaries(out)
 
 
 def test_tables_only_redraws_the_plots(reference_run, tmp_path):
