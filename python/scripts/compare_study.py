@@ -25,8 +25,9 @@ skipped, resumed and finished. Several study commands may run on one folder at o
 say): each point is held by the process running it (`<work>/<key>.lock`), a second command skips the points another
 is running and says which process holds them, and the tables and plan.json are rewritten under `<out>/.study.lock`.
 --jobs J runs up to J points of one command side by side, each with --threads T threads (ATTNPHYS_NUM_THREADS,
-OMP_NUM_THREADS and OPENBLAS_NUM_THREADS of its `attnphys`); results do not depend on either (the VMC kernels are
-bit-identical for any thread count), wall times do: points.csv records each point's threads and jobs.
+OMP_NUM_THREADS and OPENBLAS_NUM_THREADS of its `attnphys`). A point's result does not depend on --jobs; another
+thread count changes its trajectory in the last digits (and from there statistically, as another CPU does); wall
+times depend on both: points.csv records each point's threads and jobs.
 One command per size:
 
     /usr/bin/python3 python/scripts/compare_study.py --n 16 --out docs/study
