@@ -36,8 +36,8 @@ One command per size:
 Outputs (each written atomically, rebuilt from every point file on each invocation, or alone with --tables-only):
   points.csv / points.md     every point: chain, n, ansatz, size, chi, seed, params, energy, error bar,
                              relative error, the error bar relative to |E|, error_bound, iterations, converged,
-                             wall seconds, threads and jobs (the point's --threads and --jobs: empty where it ran
-                             with the default threads, alone)
+                             wall seconds, threads and jobs (the point's --threads, empty for the environment's
+                             count, and --jobs; both empty for points made before 2026-12-07 14:00 UTC)
   p_of_n.csv / p_of_n.md     chain, ansatz, n, eps, params (best seed), seeds, params_median, params_worst, bound,
                              seconds (wall time to reach eps), complete (every planned size and seed has run;
                              incomplete rows are not fitted)
