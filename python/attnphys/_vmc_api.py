@@ -443,6 +443,23 @@ class SR(_Keywords):
         return out
 
 
+class Convergence(_Keywords):
+    """Train to a plateau instead of a fixed number of iterations: VMC.run(n_iter, converge=spin.Convergence(100))
+    stops at the first iteration where, over its last two windows of `window` iterations, the mean energy fell by at
+    most `sigmas` standard errors and the median variance by less than the fraction `variance_drop` (checked from the
+    end of SR's diagonal-shift decay on, and not within a window of a step-guard rejection); n_iter is then the
+    maximum. two_sided=True also refuses a rise of either beyond the same bounds (the default counts a rise as flat,
+    so a run may stop during an excursion). The study of the README uses window=100, one-sided. VMC.converged says
+    whether the last run stopped there; the trace behind it travels with checkpoints, so a resumed run continues it."""
+    _extra = {"window": "vmc.converge_window", "sigmas": "vmc.converge_sigmas",
+              "variance_drop": "vmc.converge_variance_drop", "two_sided": "vmc.converge_two_sided"}
+
+    def __init__(self, window, *, sigmas=None, variance_drop=None, two_sided=None):
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise OptionError(f"spin.Convergence: window must be an integer >= 1 (iterations), got {window!r}")
+        self._take({"window": window, "sigmas": sigmas, "variance_drop": variance_drop, "two_sided": two_sided})
+
+
 # ---------------------------------------------------------------------------------------------------- translation
 def _translate(hamiltonian, sampler, model, state, optimizer=None, preconditioner=None):
     """The one place that turns the API's objects into the dotted keys of `attnphys vmc`."""
@@ -703,15 +720,21 @@ class VMC:
         self._schedule = None  # vmc.n_iter of the first run (the C++ diagonal-shift default follows it)
         self.step_count = 0
 
-    def run(self, n_iter, out=None, callback=None):
+    def run(self, n_iter, out=None, callback=None, converge=None):
         """n_iter iterations. out: a path (CSV log, the CLI's columns), a spin.RuntimeLog or any callable
-        out(step, info); callback(step, info) returning False stops the run. Returns the list of info dicts."""
+        out(step, info); callback(step, info) returning False stops the run; converge: a spin.Convergence, which stops
+        the run at its plateau (n_iter is then the maximum; VMC.converged says whether it stopped there). Returns the
+        list of info dicts."""
         if isinstance(n_iter, bool) or not isinstance(n_iter, int) or n_iter < 0:
             raise OptionError(f"VMC.run: n_iter must be an integer >= 0, got {n_iter!r}")
+        if converge is not None and not isinstance(converge, Convergence):
+            raise Error(f"VMC.run: converge must be a spin.Convergence(window, ...), got {type(converge).__name__}")
         vs = self.state
         if self._schedule is None:
             self._schedule = n_iter if vs._impl is None or vs._impl.iteration == 0 else None
-        extra = {"vmc.n_iter": self._schedule} if self._schedule else None
+        extra = {"vmc.n_iter": self._schedule} if self._schedule else {}
+        if converge is not None:
+            extra.update(converge._options())
         vs._bind(self.hamiltonian, self.optimizer, self.preconditioner, extra)
         log_path = ""
         logger = None
@@ -733,6 +756,12 @@ class VMC:
             return True
 
         return vs._impl.run(n_iter, on_step, log_path)
+
+    @property
+    def converged(self):
+        """Whether the state's trace meets the criterion of the last run's spin.Convergence (False without one)."""
+        impl = self.state._impl
+        return impl is not None and impl.converged
 
     def estimate(self, n_samples=None):
         """⟨H⟩ of the current state (vs.expect(H))."""

@@ -61,6 +61,7 @@ AutoregressiveVmc = Vmc  # the earlier name of spin.Vmc driving an Autoregressiv
 # The NetKet-shaped API; its model classes replace the C++ names above and build them when given the chain length.
 from ._vmc_api import (  # noqa: E402,F401
     J1J2,
+    Convergence,
     MCState,
     SR,
     VMC,

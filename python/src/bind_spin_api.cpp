@@ -318,6 +318,7 @@ void bind_spin_api(py::module_& m) {
       .def_readonly("options", &PyVmcState::options)
       .def_readonly("ansatz", &PyVmcState::ansatz)
       .def_property_readonly("iteration", [](const PyVmcState& s) { return s.driver->iteration(); })
+      .def_property_readonly("converged", [](const PyVmcState& s) { return s.driver->converged(); })
       .def_property_readonly("direct_sampling", [](const PyVmcState& s) { return s.driver->direct_sampling(); })
       .def_property_readonly("n_samples", [](PyVmcState& s) {
         return s.driver->direct_sampling() ? s.cfg.vmc.sampler.n_samples : s.driver->sampler().n_samples();

@@ -243,6 +243,39 @@ def test_run_logs_and_callback_stops(tmp_path):
     assert log["iteration"] == [3.0, 4.0] and vs.iteration == 5
 
 
+def test_convergence_stops_at_the_plateau_and_two_sided_is_stricter():
+    """converge=spin.Convergence(W) maps to vmc.converge_*: the run stops at its first plateau (the C++ criterion,
+    tested in test_vmc_monitor.cpp) near the exact energy, well before the maximum; two_sided=True, stricter, stops
+    there or later on the same trajectory (same seed: identical steps until the earlier stop)."""
+    o = spin.Convergence(15, sigmas=3, variance_drop=0.2, two_sided=True)._options()
+    assert o == {"vmc.converge_window": 15, "vmc.converge_sigmas": 3, "vmc.converge_variance_drop": 0.2,
+                 "vmc.converge_two_sided": True}
+    hi = spin.Spin(6)
+    H = spin.Ising(hi, h=1.0, bc="open")
+    exact = spin.exact_ground_state(H.chain_model())["energy"]
+    runs = []
+    for conv in (spin.Convergence(15), spin.Convergence(15, two_sided=True)):
+        vs = spin.MCState(spin.MetropolisLocal(hi, n_chains=16), spin.Rbm(alpha=1), n_samples=256, seed=3)
+        driver = spin.VMC(H, spin.Sgd(0.05), variational_state=vs, preconditioner=spin.SR(0.01, diag_shift_steps=20))
+        assert not driver.converged
+        hist = driver.run(400, converge=conv)
+        assert driver.converged and 30 <= len(hist) < 400, len(hist)
+        tail = np.mean([s["energy"] for s in hist[-15:]])
+        assert abs(tail - exact) < 0.01 * abs(exact), (tail, exact)
+        runs.append(hist)
+        # A run without converge= afterwards takes all its iterations (the window is per run).
+        assert len(driver.run(3)) == 3 and not driver.converged
+    one, two = runs
+    assert len(two) >= len(one)
+    assert [s["energy"] for s in two[:len(one)]] == [s["energy"] for s in one]
+    with pytest.raises(spin.OptionError, match="window must be an integer >= 1"):
+        spin.Convergence(0)
+    with pytest.raises(spin.OptionError, match="two_sided must be a bool"):
+        spin.Convergence(10, two_sided="yes")
+    with pytest.raises(attnphys.Error, match="converge must be a spin.Convergence"):
+        driver.run(5, converge=100)
+
+
 def test_save_load_round_trip_continues_bit_for_bit(tmp_path):
     hi = spin.Spin(8, total_sz=0)
     H = spin.Heisenberg(hi, bc="periodic")

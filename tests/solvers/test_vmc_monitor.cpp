@@ -216,6 +216,39 @@ TEST(VmcConvergence, PlateauNeedsFlatEnergyAndVarianceOverTwoWindows) {
   EXPECT_FALSE(plateaued(e7, v7, c));
 }
 
+// vmc.converge_two_sided: an excursion (energy or variance up) is no plateau; the one-sided default reads it as one.
+TEST(VmcConvergence, TwoSidedPlateauRefusesARiseOfEnergyOrVariance) {
+  ConvergenceCriterion c;
+  c.window = 10;
+  std::vector<double> e, v;
+  for (int i = 0; i < 20; ++i) e.push_back(-5.0 + (i % 2 ? 1e-3 : -1e-3)), v.push_back(0.1);
+  for (bool two : {false, true}) {
+    c.two_sided = two;
+    EXPECT_TRUE(plateaued(e, v, c)) << two;  // flat: a plateau either way
+    // The last window's energy 0.01 (about 30 standard errors) above the one before.
+    std::vector<double> up = e;
+    for (int i = 10; i < 20; ++i) up[i] += 0.01;
+    EXPECT_EQ(plateaued(up, v, c), !two) << two;
+    // ... or below it: still improving, for both.
+    std::vector<double> down = e;
+    for (int i = 10; i < 20; ++i) down[i] -= 0.01;
+    EXPECT_FALSE(plateaued(down, v, c)) << two;
+    // A rise within the noise is flat for both (scatter 0.05, each window's error ~0.016; rise 0.01).
+    std::vector<double> noisy;
+    for (int i = 0; i < 20; ++i) noisy.push_back(-5.0 + (i % 2 ? 0.05 : -0.05) + (i >= 10 ? 0.01 : 0.0));
+    EXPECT_TRUE(plateaued(noisy, v, c)) << two;
+    // The median variance up 50 % (beyond 1 / (1 - 0.1)) and up 5 % (within it).
+    std::vector<double> vup = v, vsmall = v;
+    for (int i = 10; i < 20; ++i) vup[i] = 0.15, vsmall[i] = 0.105;
+    EXPECT_EQ(plateaued(e, vup, c), !two) << two;
+    EXPECT_TRUE(plateaued(e, vsmall, c)) << two;
+    // variance_drop = 1 puts no bound on the variance, either way.
+    c.variance_drop = 1.0;
+    EXPECT_TRUE(plateaued(e, vup, c)) << two;
+    c.variance_drop = 0.1;
+  }
+}
+
 TEST(VmcConvergence, TheDriverStopsAtThePlateauAndAResumedConvergedRunTakesNoStep) {
   // TFIM on 6 open sites with an RBM: SR reaches its plateau well inside 400 iterations; the run stops there, the
   // checkpoint keeps the trace, and a driver resumed from it is converged at once and takes no further step.

@@ -43,6 +43,10 @@ void VmcOptions::declare(OptionSet& s, const std::string& p) {
         Range::non_negative());
   s.add(p + ".converge_variance_drop", &converge_variance_drop,
         "variance plateau: relative fall of the median variance below this over the last window", Range::closed(0, 1));
+  s.add(p + ".converge_two_sided", &converge_two_sided,
+        "two-sided plateau: a rise of the mean energy by more than converge_sigmas standard errors, or of the median "
+        "variance by more than the factor 1 / (1 - converge_variance_drop), is no plateau either (false: only a fall "
+        "counts, and a run can stop during an excursion)");
   s.add(p + ".guard_sigmas", &guard_sigmas,
         "step guard (0: off): an energy that is not finite, lies more than this many standard errors above the "
         "run's lowest, or has 100 times that energy's variance rejects the step, restores the parameters of that "
@@ -635,6 +639,7 @@ ConvergenceCriterion VmcDriver<T>::convergence_criterion() const {
   c.window = opt_.converge_window;
   c.sigmas = opt_.converge_sigmas;
   c.variance_drop = opt_.converge_variance_drop;
+  c.two_sided = opt_.converge_two_sided;
   c.start = opt_.optimizer == VmcOptimizer::Adam ? 0 : opt_.diag_shift_steps;
   return c;
 }

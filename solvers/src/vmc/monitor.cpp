@@ -72,9 +72,12 @@ bool plateaued(const std::vector<double>& energy, const std::vector<double>& var
   // Iterations the step guard rejected (NaN) are left out; a window needs at least half of its iterations.
   const long ka = window_stats(a, w, ma, va), kb = window_stats(b, w, mb, vb);
   if (2 * ka < w || 2 * kb < w || !std::isfinite(ma) || !std::isfinite(mb)) return false;
-  const bool energy_flat = mb - ma <= c.sigmas * std::sqrt(va / double(ka) + vb / double(kb));
+  const double noise = c.sigmas * std::sqrt(va / double(ka) + vb / double(kb));
+  const bool energy_flat = c.two_sided ? std::abs(mb - ma) <= noise : mb - ma <= noise;
   const double var_a = median(variance.data() + (t - w), w), var_b = median(variance.data() + (t - 2 * w), w);
-  const bool variance_flat = var_a >= (1.0 - c.variance_drop) * var_b;
+  bool variance_flat = var_a >= (1.0 - c.variance_drop) * var_b;
+  // A rise by more than the factor 1 / (1 - drop) (none when drop = 1: every variance then counts as flat).
+  if (c.two_sided && c.variance_drop < 1.0) variance_flat = variance_flat && var_a * (1.0 - c.variance_drop) <= var_b;
   return energy_flat && variance_flat;
 }
 

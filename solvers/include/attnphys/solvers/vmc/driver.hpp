@@ -66,6 +66,7 @@ struct VmcOptions {
   long converge_window = 0;
   double converge_sigmas = 2.0;
   double converge_variance_drop = 0.1;
+  bool converge_two_sided = false;  // a rise of the energy or variance is not a plateau either (ConvergenceCriterion)
   // Step guard (0: off). From iteration guard_start on, an iteration whose energy is not finite, lies more than
   // guard_sigmas combined standard errors above the lowest energy of the run so far, or has more than
   // kGuardVarianceFactor times that energy's variance, rejects the step that led there: the parameters go back to
