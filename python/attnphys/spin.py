@@ -39,6 +39,7 @@ from ._core.spin import (  # noqa: F401
     Vmc,
     connected,
     exact_ground_state,
+    plateaued,
     reference_energy,
     run_vmc,
 )

@@ -6,6 +6,7 @@
 #include "attnphys/solvers/mps/mps.hpp"
 #include "attnphys/solvers/vmc/driver.hpp"
 #include "attnphys/solvers/vmc/local_energy.hpp"
+#include "attnphys/solvers/vmc/monitor.hpp"
 #include "attnphys/solvers/vmc/mps_ansatz.hpp"
 #include "attnphys/solvers/vmc/rbm.hpp"
 #include "attnphys/solvers/vmc/run.hpp"
@@ -75,6 +76,24 @@ void bind_spin(py::module_& m) {
     if (r) return py::float_(*r);
     return py::none();
   }, py::arg("model"), "closed-form ground-state energy when one is known (TFIM, Majumdar-Ghosh), else None");
+
+  sp.def("plateaued", [](const std::vector<double>& energy, const std::vector<double>& variance, long window,
+                         double sigmas, double variance_drop, bool two_sided, long start) {
+    require(window >= 1, "spin.plateaued: window must be >= 1 iterations, got ", window);
+    require(std::isfinite(sigmas) && sigmas >= 0, "spin.plateaued: sigmas must be finite and >= 0, got ", sigmas);
+    require(variance_drop >= 0 && variance_drop <= 1, "spin.plateaued: variance_drop must lie in [0, 1], got ",
+            variance_drop);
+    vmc::ConvergenceCriterion c;
+    c.window = window;
+    c.sigmas = sigmas;
+    c.variance_drop = variance_drop;
+    c.two_sided = two_sided;
+    c.start = start;
+    return vmc::plateaued(energy, variance, c);
+  }, py::arg("energy"), py::arg("variance"), py::arg("window"), py::arg("sigmas") = 2.0,
+     py::arg("variance_drop") = 0.1, py::arg("two_sided") = false, py::arg("start") = 0,
+     "whether a trace (per-iteration energies and variances, NaN where the step guard rejected) meets the plateau "
+     "criterion of vmc.converge_window at its end: the driver's own test (spin.Convergence)");
 
   sp.def("exact_ground_state", [](const ChainModel& c, int n_states, bool want_vectors, bool use_sz_sector) {
     require(c.n <= 26, "exact_ground_state: n = ", c.n, " is too large from Python (use n <= 26)");
