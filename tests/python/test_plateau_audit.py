@@ -13,6 +13,11 @@ import attnphys
 from attnphys import spin
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "python", "scripts", "plateau_audit.py")
+# The script imports attnphys: from the build tree when the tests use one (conftest.py), else as installed.
+ENV = dict(os.environ)
+if os.environ.get("ATTNPHYS_BUILD_DIR"):
+    ENV["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(os.environ["ATTNPHYS_BUILD_DIR"], "python")] + [p for p in [os.environ.get("PYTHONPATH")] if p])
 
 
 def trace(n, rise_at=None, rise=0.0, seed=0):
@@ -48,8 +53,7 @@ def test_plateaued_is_the_driver_test():
 
 
 def run_audit(*args):
-    env = dict(os.environ)
-    r = subprocess.run([sys.executable, SCRIPT, *args, "--json"], capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run([sys.executable, SCRIPT, *args, "--json"], capture_output=True, text=True, env=ENV, timeout=120)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -90,5 +94,5 @@ def test_audit_finds_where_each_test_stops(tmp_path):
 def test_audit_refuses_a_log_without_the_columns(tmp_path):
     (tmp_path / "bad.csv").write_text("iteration,loss\n0,1.0\n")
     r = subprocess.run([sys.executable, SCRIPT, str(tmp_path / "bad.csv")], capture_output=True, text=True,
-                       timeout=120)
+                       env=ENV, timeout=120)
     assert r.returncode != 0 and "has no 'energy' column" in r.stderr
