@@ -21,7 +21,8 @@ Every run is a *point* with its own result file `<out>/points/<key>.json`, writt
 a point whose file exists is never run again. A VMC point checkpoints every --checkpoint-every iterations into
 `<work>/<key>.h5` (default work: <out>/work), and a point that was interrupted (kill -9 included) resumes from its
 checkpoint and ends bit-identical to an uninterrupted run. `<out>/study.log` records what each invocation started,
-skipped, resumed and finished. Several study commands may run on one folder at once (one per N on separate nodes,
+skipped, resumed and finished; SIGTERM, SIGINT (Ctrl-C) or SIGHUP ends the running point commands and logs which
+(`stopped by SIGTERM: ...`) before the command exits with 128 + the signal. Several study commands may run on one folder at once (one per N on separate nodes,
 say): each point is held by the process running it (`<work>/<key>.lock`), a second command skips the points another
 is running and says which process holds them, and the tables and plan.json are rewritten under `<out>/.study.lock`.
 --jobs J runs up to J points of one command side by side, each with --threads T threads (ATTNPHYS_NUM_THREADS,
@@ -55,6 +56,7 @@ import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -143,6 +145,58 @@ class StudyLog:
                 f.write(line + "\n")
 
 
+# The point commands running now (Popen -> point key), so that a stop signal can end them and say which they were.
+_RUNNING = {}
+_RUNNING_LOCK = threading.Lock()
+
+
+def run_child(key, cmd, env=None):
+    """subprocess.run(cmd) with stdout and stderr captured, registered as point `key` while it runs."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as p:
+        with _RUNNING_LOCK:
+            _RUNNING[p] = key
+        try:
+            out, err = p.communicate()
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.pop(p, None)
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
+def install_stop_handler(log_path):
+    """SIGTERM, SIGINT or SIGHUP: end the running point commands (each resumes from its last checkpoint when a command
+    runs it again), append one line that says so to study.log, and exit with 128 + the signal. Finished points and
+    the tables are whole files at every moment (written by rename), so nothing finished is lost."""
+
+    def on_signal(signum, frame):
+        kids = dict(_RUNNING)  # no lock here: the interrupted thread may hold it
+        for p in kids:
+            try:
+                p.terminate()
+            except OSError:
+                pass
+        for p in kids:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        name = signal.Signals(signum).name
+        what = (f"{len(kids)} running point(s) ended ({', '.join(sorted(kids.values()))}); each resumes from its last "
+                f"checkpoint when a command runs it again") if kids else "no point was running"
+        line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} [{os.getpid()}] stopped by {name}: {what}\n"
+        try:  # one write of the whole line (O_APPEND), without StudyLog's lock, which the interrupted thread may hold
+            fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            os.write(fd, line.encode())
+            os.close(fd)
+            os.write(1, line.encode())
+        except OSError:
+            pass
+        os._exit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+
+
 def try_hold(path):
     """Takes the exclusive lock of file `path` (created if missing) without waiting: (the open file, holding it until
     closed or this process ends, kill -9 included), or (None, the holder's pid) when another process holds it."""
@@ -224,8 +278,11 @@ def dmrg_point(args, chain, n, key, path, log):
            "--dmrg-chi", ",".join(map(str, args.dmrg_chi)), "--ref-chi", str(args.ref_chi)]
     log(f"start {key}: {' '.join(cmd)}")
     t0 = time.time()
-    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
-    rows = json.loads(out.strip().splitlines()[-1])["rows"]
+    proc = run_child(key, cmd)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr)
+        raise subprocess.CalledProcessError(proc.returncode, cmd, proc.stdout, proc.stderr)
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])["rows"]
     res = {"key": key, "chain": chain, "n": n, "ansatz": "dmrg", "reference": rows[0]["reference"],
            "reference_source": rows[0]["reference_source"],
            "rows": [{"chi": r["chi"], "params": r["n_parameters"], "energy": r["energy"], "seconds": r["seconds"]}
@@ -334,7 +391,7 @@ def vmc_point(args, chain, n, ansatz, size, chi, seed, reference, log, key, path
         log(f"resume {key} from its checkpoint at iteration {it}")
     log(f"start {key}: {' '.join(cmd)}")
     t0 = time.time()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(args))
+    proc = run_child(key, cmd, env=child_env(args))
     said = [line for line in proc.stderr.splitlines() if line.startswith("attnphys:")]
     for line in said:  # the warnings and errors, not the progress bar
         print(line, flush=True)
@@ -802,6 +859,7 @@ def main(argv=None):
     os.makedirs(args.work, exist_ok=True)
     log = StudyLog(os.path.join(args.out, "study.log"))
     if not args.tables_only:
+        install_stop_handler(log.path)
         log(f"study: {' '.join(sys.argv[1:] if argv is None else argv)}")
         with FolderLock(args.out):
             merge_plan(args)

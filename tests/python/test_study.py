@@ -144,6 +144,35 @@ def test_interrupted_study_resumes_without_redoing_finished_points(reference_run
     no_temporaries(out)
 
 
+def test_a_stop_signal_ends_the_running_point_and_says_so(tmp_path):
+    """SIGTERM to the study command alone (not its group): the running attnphys ends too, study.log names it, the
+    exit status is 128 + 15, and the next command resumes the point from its checkpoint."""
+    out = tmp_path / "study"
+    proc = subprocess.Popen(study(out), env=ENV, stdout=subprocess.DEVNULL, start_new_session=True)
+    target = out / "work" / "tfim_n6_transformer_xs_s1.h5"
+    t0 = time.time()
+    while not target.exists() and proc.poll() is None and time.time() - t0 < 300:
+        time.sleep(0.005)
+    assert proc.poll() is None, "the study ended before its first transformer checkpoint"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    log = (out / "study.log").read_text()
+    last = log.strip().splitlines()[-1]
+    assert "stopped by SIGTERM: 1 running point(s) ended (tfim_n6_transformer_xs_s1)" in last, last
+    # No attnphys of this study is left running.
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+        except OSError:
+            continue
+        assert str(target) not in cmdline, f"pid {pid} still runs the point: {cmdline}"
+    assert not (out / "points" / "tfim_n6_transformer_xs_s1.json").exists()
+    subprocess.run(study(out, extra=["--sizes", "xs", "--seeds", "1"]), check=True, env=ENV, stdout=subprocess.PIPE)
+    second = (out / "study.log").read_text()
+    assert "resume tfim_n6_transformer_xs_s1 from its checkpoint at iteration" in second[len(log):]
+    assert (out / "points" / "tfim_n6_transformer_xs_s1.json").exists()
+
+
 def test_tables_are_written_atomically(tmp_path, monkeypatch):
     mod = load_module()
     path = tmp_path / "p_of_n.csv"
