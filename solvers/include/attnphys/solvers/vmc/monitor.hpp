@@ -42,8 +42,8 @@ struct ProgressWarningOptions {
 //                     variance_drop over the last window;
 // both, once at least max(2 W, start) iterations have run (start: the end of the SR diagonal-shift decay).
 // The default test is one-sided: a rise of the energy or of the variance counts as flat, so a run can stop in the
-// middle of an excursion (two of three 64-site Heisenberg transformers of the study did, at 8.4e-4 and 8.7e-3, where
-// the third went on to 9.9e-6). two_sided also requires
+// middle of an excursion (9 of 37 study runs replayed in docs/study/two_sided/ stopped during a rise the noise does
+// not explain; two of them, continued two-sided, settled again at the error they had). two_sided also requires
 //   |mean_B(E) - mean_A(E)| <= sigmas * sqrt(...)   and   median_A(V) <= median_B(V) / (1 - variance_drop),
 // i.e. neither a fall nor a rise the noise cannot explain.
 struct ConvergenceCriterion {
