@@ -148,7 +148,10 @@ def test_a_stop_signal_ends_the_running_point_and_says_so(tmp_path):
     """SIGTERM to the study command alone (not its group): the running attnphys ends too, study.log names it, the
     exit status is 128 + 15, and the next command resumes the point from its checkpoint."""
     out = tmp_path / "study"
-    proc = subprocess.Popen(study(out), env=ENV, stdout=subprocess.DEVNULL, start_new_session=True)
+    # No convergence stop (--window 0) and 400 iterations: the point is still running well after its first checkpoint.
+    flags = ["--window", "0"]
+    proc = subprocess.Popen(study(out, extra=flags, max_iters=400), env=ENV, stdout=subprocess.DEVNULL,
+                            start_new_session=True)
     target = out / "work" / "tfim_n6_transformer_xs_s1.h5"
     t0 = time.time()
     while not target.exists() and proc.poll() is None and time.time() - t0 < 300:
@@ -167,7 +170,8 @@ def test_a_stop_signal_ends_the_running_point_and_says_so(tmp_path):
             continue
         assert str(target) not in cmdline, f"pid {pid} still runs the point: {cmdline}"
     assert not (out / "points" / "tfim_n6_transformer_xs_s1.json").exists()
-    subprocess.run(study(out, extra=["--sizes", "xs", "--seeds", "1"]), check=True, env=ENV, stdout=subprocess.PIPE)
+    subprocess.run(study(out, extra=flags + ["--sizes", "xs", "--seeds", "1"], max_iters=400), check=True, env=ENV,
+                   stdout=subprocess.PIPE)
     second = (out / "study.log").read_text()
     assert "resume tfim_n6_transformer_xs_s1 from its checkpoint at iteration" in second[len(log):]
     assert (out / "points" / "tfim_n6_transformer_xs_s1.json").exists()
