@@ -2,8 +2,8 @@
 """Where the VMC plateau test (vmc.converge_window; spin.Convergence) stops a run, one-sided and two-sided.
 
 Reads VMC logs in the CLI's CSV layout (`attnphys vmc --log`, VMC.run(out="x.csv"): the columns iteration, energy,
-variance and, with the step guard, rejected; any others are ignored; .csv.gz too), so that a trace can be checked against either
-form of the test without rerunning it. For each log it prints the first iteration (counting iterations run, as the
+variance and, with the step guard, rejected; any others are ignored; .csv.gz too), so that a trace can be checked
+against either form of the test without rerunning it. For each log it prints the first iteration (counting iterations run, as the
 driver does) at which the one-sided test (the default: the energy fell by at most `sigmas` standard errors and the
 median variance by less than `variance_drop` over the last window) and the two-sided test (vmc.converge_two_sided:
 neither a fall nor a rise beyond those bounds) hold, or "-" when they hold nowhere in the log, and whether each holds
@@ -28,8 +28,11 @@ import sys
 def read_log(path):
     """(energies, variances, rejected flags) of a CLI log; a clear error when a column is missing or unreadable."""
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", newline="") as f:
-        rows = list(csv.DictReader(f))
+    try:
+        with opener(path, "rt", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error) as x:  # missing, unreadable, truncated gzip
+        raise SystemExit(f"plateau_audit: cannot read {path}: {x}")
     if not rows:
         raise SystemExit(f"plateau_audit: {path} has no rows")
     for col in ("energy", "variance"):
@@ -39,11 +42,11 @@ def read_log(path):
     e, v, rej = [], [], []
     for i, r in enumerate(rows):
         try:
-            bad = r.get("rejected", "0").strip().lower() in ("1", "true")
+            bad = (r.get("rejected") or "0").strip().lower() in ("1", "true")
             e.append(math.nan if bad else float(r["energy"]))
             v.append(math.nan if bad else float(r["variance"]))
             rej.append(bad)
-        except ValueError as x:
+        except (ValueError, TypeError) as x:  # a non-number, or a short row (its missing fields are None)
             raise SystemExit(f"plateau_audit: {path}, data row {i + 1}: {x}")
     return e, v, rej
 
@@ -74,6 +77,10 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.window < 1:
         ap.error("--window must be >= 1")
+    if not (math.isfinite(a.sigmas) and a.sigmas >= 0):
+        ap.error("--sigmas must be finite and >= 0")
+    if not 0 <= a.variance_drop <= 1:
+        ap.error("--variance-drop must lie in [0, 1]")
     from attnphys import spin
 
     kw = {"sigmas": a.sigmas, "variance_drop": a.variance_drop}

@@ -91,8 +91,16 @@ def test_audit_finds_where_each_test_stops(tmp_path):
     assert out["logs"][0]["two_sided_first"] is None and out["two_sided_would_continue"] == 1
 
 
-def test_audit_refuses_a_log_without_the_columns(tmp_path):
+def test_audit_refuses_bad_logs_and_options_with_a_clear_error(tmp_path):
+    def refused(args, text):
+        r = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, env=ENV, timeout=120)
+        assert r.returncode != 0 and text in r.stderr and "Traceback" not in r.stderr, r.stderr
+
     (tmp_path / "bad.csv").write_text("iteration,loss\n0,1.0\n")
-    r = subprocess.run([sys.executable, SCRIPT, str(tmp_path / "bad.csv")], capture_output=True, text=True,
-                       env=ENV, timeout=120)
-    assert r.returncode != 0 and "has no 'energy' column" in r.stderr
+    refused([str(tmp_path / "bad.csv")], "has no 'energy' column")
+    (tmp_path / "short.csv").write_text("iteration,energy,variance\n0,-1.0,0.1\n1,-1.0\n")
+    refused([str(tmp_path / "short.csv")], "data row 2")
+    (tmp_path / "cut.csv.gz").write_bytes(b"\x1f\x8b\x08\x00")  # a gzip header and nothing else
+    refused([str(tmp_path / "cut.csv.gz")], "cannot read")
+    refused([str(tmp_path / "missing.csv")], "cannot read")
+    refused([str(tmp_path / "bad.csv"), "--variance-drop", "2"], "--variance-drop must lie in [0, 1]")
