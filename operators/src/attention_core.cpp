@@ -747,7 +747,8 @@ void sdpa_forward(const Mat3On<T, Space>& o, const Mat3On<T, Space>& p, const Ma
     require_bf16<T>(dh, spec, "sdpa_forward");
     amx::forward(reinterpret_cast<float*>(o.data()), reinterpret_cast<float*>(lse.data()),
                  reinterpret_cast<const float*>(q.data()), reinterpret_cast<const float*>(k.data()),
-                 reinterpret_cast<const float*>(v.data()), nbh, n, ws.ensure_bf16(amx::forward_scratch(nbh, n)));
+                 reinterpret_cast<const float*>(v.data()), nbh, n, ws.ensure_bf16(amx::forward_scratch(nbh, n)),
+                 ws.bf16_tile_schedule);
     return;
   }
 #ifdef ATTNPHYS_FUSED_SDPA

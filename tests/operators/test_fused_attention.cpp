@@ -23,7 +23,7 @@ struct SdpaRun {
 // One forward + backward of plain softmax attention on [nbh, n, dh] tensors filled from the seeds.
 template <class T>
 SdpaRun<T> run_sdpa(long nbh, long n, long dh, bool fused, const std::vector<double>* qkv_override = nullptr,
-                    bool bf16 = false) {
+                    bool bf16 = false, bool tile_schedule = false) {
   View3<T> q("q", nbh, n, dh), k("k", nbh, n, dh), v("v", nbh, n, dh), o("o", nbh, n, dh), dout("dout", nbh, n, dh);
   View3<T> dq("dq", nbh, n, dh), dk("dk", nbh, n, dh), dv("dv", nbh, n, dh);
   View2<T> lse("lse", nbh, n);
@@ -49,6 +49,7 @@ SdpaRun<T> run_sdpa(long nbh, long n, long dh, bool fused, const std::vector<dou
   ops::AttentionScratch<T> ws;
   ws.fused = fused;
   ws.bf16 = bf16;
+  ws.bf16_tile_schedule = tile_schedule;
   ws.tile_budget = 16 * 16;  // the blocked path: several query and key blocks
   ws.min_tile_rows = 1;
   ops::sdpa_forward<T>(o, Mat3<T>(), lse, q, k, v, spec, ws);
@@ -123,18 +124,63 @@ TEST(FusedAttention, GradientsMatchFiniteDifferences) {
 TEST(Bf16Attention, MatchesFloat32WithinBf16Rounding) {
   if (!ops::bf16_attention_available()) GTEST_SKIP() << ops::bf16_attention_unavailable_reason();
   const long shapes[][2] = {{3, 5}, {2, 37}, {3, 130}, {2, 64}, {1, 200}, {2, 16}};
-  for (const auto& s : shapes) {
-    SCOPED_TRACE("nbh " + std::to_string(s[0]) + " n " + std::to_string(s[1]));
-    const auto a = run_sdpa<float>(s[0], s[1], 16, true, nullptr, true);
-    const auto b = run_sdpa<float>(s[0], s[1], 16, true);
+  for (const auto& s : shapes)
+    for (const bool tiles : {false, true}) {  // without AMX: the AVX512-BF16 forward, and the AMX kernel's schedule
+      SCOPED_TRACE("nbh " + std::to_string(s[0]) + " n " + std::to_string(s[1]) + (tiles ? " tile schedule" : ""));
+      const auto a = run_sdpa<float>(s[0], s[1], 16, true, nullptr, true, tiles);
+      const auto b = run_sdpa<float>(s[0], s[1], 16, true);
+      EXPECT_GT(max_abs(b.o), 0.1);
+      EXPECT_GT(max_abs(b.dq), 1e-3);
+      EXPECT_LE(max_diff(a.o, b.o), 2e-2 * max_abs(b.o));
+      EXPECT_LE(max_diff(a.lse, b.lse), 2e-2 * std::max(1.0, max_abs(b.lse)));
+      EXPECT_LE(max_diff(a.dq, b.dq), 2e-2 * max_abs(b.dq));
+      EXPECT_LE(max_diff(a.dk, b.dk), 2e-2 * max_abs(b.dk));
+      EXPECT_LE(max_diff(a.dv, b.dv), 2e-2 * max_abs(b.dv));
+      EXPECT_GT(max_diff(a.o, b.o), 0.0);
+    }
+}
+
+// The AVX512-BF16 forward keeps each row's maximum from the first key block of 128 (raised to B - 100, B the row's
+// Cauchy-Schwarz bound |q| max|k|) for the rest of the row, and the online maximum where B >= 110 (base-2 units).
+// (a) Keys whose scores grow block by block (the first block's maximum is 7 below the last's: p up to 2^10 in the
+// later blocks), B < 110; (b) one key per slice far above the rest (B > 110): the output is its value, lse its
+// score. Both against the float32 kernels, as above, and the gradients in (a).
+TEST(Bf16Attention, SoftmaxMaximumFromTheFirstKeyBlockAndTheBound) {
+  if (!ops::bf16_attention_available()) GTEST_SKIP() << ops::bf16_attention_unavailable_reason();
+  const long nbh = 2, n = 300, dh = 16, m = nbh * n * dh;
+  for (const bool sharp : {false, true}) {
+    SCOPED_TRACE(sharp ? "one key far above the rest (online maximum)" : "scores growing with the key index");
+    std::vector<double> theta = test::randn(3 * m, 21, sharp ? 0.3 : 0.5);
+    for (long bh = 0; bh < nbh; ++bh)
+      for (long i = 0; i < n; ++i) {
+        double* q = &theta[(bh * n + i) * dh];
+        double* k = &theta[m + (bh * n + i) * dh];
+        if (sharp) {
+          q[0] = 20.0;  // |q| about 20, the special key 20 e0: its score 100 (natural units), B ~ 150
+          if (i == 250) k[0] = 20.0;
+        } else {
+          q[0] = 3.0;  // score ~ 0.75 k0: k0 from -4 (first block) to +6.7 (last)
+          k[0] = -4.0 + 10.7 * double(i) / double(n - 1);
+        }
+      }
+    const auto a = run_sdpa<float>(nbh, n, dh, true, &theta, true);
+    const auto b = run_sdpa<float>(nbh, n, dh, true, &theta);
     EXPECT_GT(max_abs(b.o), 0.1);
-    EXPECT_GT(max_abs(b.dq), 1e-3);
     EXPECT_LE(max_diff(a.o, b.o), 2e-2 * max_abs(b.o));
     EXPECT_LE(max_diff(a.lse, b.lse), 2e-2 * std::max(1.0, max_abs(b.lse)));
-    EXPECT_LE(max_diff(a.dq, b.dq), 2e-2 * max_abs(b.dq));
-    EXPECT_LE(max_diff(a.dk, b.dk), 2e-2 * max_abs(b.dk));
     EXPECT_LE(max_diff(a.dv, b.dv), 2e-2 * max_abs(b.dv));
-    EXPECT_GT(max_diff(a.o, b.o), 0.0);
+    if (!sharp) {  // a one-hot softmax has gradients of e^-90 in q and k: nothing to compare there
+      // dq = Σ_j dS_j k_j with Σ_j dS_j = 0 and k0 up to 6.7 on every key: the sum cancels what dS's bf16 rounding
+      // does not, so dq agrees to 2.6e-2 of its largest value here (the online maximum gives 2.8e-2 on this data); a
+      // wrong lse from the forward would be off by its whole size.
+      EXPECT_GT(max_abs(b.dq), 1e-3);
+      EXPECT_LE(max_diff(a.dq, b.dq), 5e-2 * max_abs(b.dq));
+      EXPECT_LE(max_diff(a.dk, b.dk), 2e-2 * max_abs(b.dk));
+    } else {
+      for (long bh = 0; bh < nbh; ++bh)  // the output is the special key's value
+        for (long c = 0; c < dh; ++c)
+          EXPECT_NEAR(a.o[(bh * n + 7) * dh + c], theta[2 * m + (bh * n + 250) * dh + c], 2e-2);
+    }
   }
 }
 

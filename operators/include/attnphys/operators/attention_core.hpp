@@ -89,6 +89,9 @@ struct AttentionScratch {
   // width 16 and plain scores; products in bf16 with float32 accumulation, the softmax in float32. Set from
   // EncoderOptions::attention_precision; sdpa_forward / sdpa_backward refuse it where it does not apply.
   bool bf16 = false;
+  // Without AMX, the forward runs the AMX kernels' own schedule in AVX-512 registers instead of the one scheduled
+  // for AVX512-BF16 cores (same products, same rounding): for tests of the AMX algorithm on CPUs without AMX.
+  bool bf16_tile_schedule = false;
   Kokkos::View<std::uint16_t*, HostSpace> bf16_buf;
   std::uint16_t* ensure_bf16(long n);
 };
