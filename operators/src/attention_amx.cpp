@@ -196,7 +196,7 @@ AMX_FN inline void dp_rows(float (&acc)[16][16], const char* a, long sa, const c
                            long out_stride = 0) {
   __m512 r[16];
 #pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i) r[i] = Fresh ? _mm512_setzero_ps() : _mm512_load_ps(&acc[i][0]);
+  for (int i = 0; i < 16; ++i) r[i] = Fresh ? _mm512_setzero_ps() : _mm512_loadu_ps(&acc[i][0]);
 #pragma GCC unroll 4
   for (int k = 0; k < K; ++k) {
     const __m512bh bv = (__m512bh)_mm512_loadu_si512(b + k * sb);
@@ -213,7 +213,7 @@ AMX_FN inline void dp_rows(float (&acc)[16][16], const char* a, long sa, const c
     if (Fresh)
       _mm512_storeu_ps(out + i * out_stride, r[i]);
     else
-      _mm512_store_ps(&acc[i][0], r[i]);
+      _mm512_storeu_ps(&acc[i][0], r[i]);
   }
 }
 
@@ -643,6 +643,85 @@ AMX_FN void backward_item(float* dq, float* dk, float* dv, const float* lse, con
   for (long x = 0; x < n * 16; ++x) dqb[x] *= 0.25f;  // 1 / sqrt(16)
 }
 
+// The backward of one head slice on AVX512-BF16 without AMX: backward_item's algorithm and rounding, its tile
+// operations written for AVX-512 registers: query blocks of 64 (dvᵀ and dkᵀ pass through memory once per 64 queries
+// instead of 32), dq rows accumulated in place by the product (no scratch tile and add), vector transposes and
+// clears.
+AMX_FN void backward_item_avx512(float* dq, float* dk, float* dv, const float* lse, const float* rowdot,
+                                 const std::uint16_t* qs, const std::uint16_t* qst, const std::uint16_t* kv,
+                                 const std::uint16_t* kk, const std::uint16_t* vt, const std::uint16_t* dob,
+                                 const std::uint16_t* dot, const Layout& L, long bh) {
+  constexpr int QB = 64;  // queries per block (L.np is a multiple of 128: a block never reads past the layouts)
+  const long n = L.n, so = bh * L.slice();
+  float* dqb = dq + bh * n * 16;
+  float* dkb = dk + bh * n * 16;
+  float* dvb = dv + bh * n * 16;
+  const float* lb = lse + bh * n;
+  const float* db = rowdot + bh * n;
+  for (long x = 0; x < n * 16; x += 16) _mm512_storeu_ps(dqb + x, _mm512_setzero_ps());
+  alignas(64) float s[QB][16], dp[QB][16], dvt[16][16], dkt[16][16], tmp[16][16], unused[16][16];
+  alignas(64) std::uint16_t pv[QB / 2][32], dsv[QB / 2][32], dsr[QB][16];
+  const auto bytes = [](const void* x) { return reinterpret_cast<const char*>(x); };
+  for (long kb = 0; kb * 16 < n; ++kb) {
+    const long kvalid = n - kb * 16 < 16 ? n - kb * 16 : 16;
+    const __mmask16 km = kvalid >= 16 ? __mmask16(0xffff) : __mmask16((1u << kvalid) - 1u);
+    for (int r = 0; r < 16; ++r) {
+      _mm512_store_ps(&dvt[r][0], _mm512_setzero_ps());
+      _mm512_store_ps(&dkt[r][0], _mm512_setzero_ps());
+    }
+    const std::uint16_t* kvk = kv + so + kb * 8 * 32;
+    const std::uint16_t* vtk = vt + so + kb * 8 * 32;
+    const std::uint16_t* kkk = kk + so + kb * 8 * 32;
+    for (long i0 = 0; i0 < n; i0 += QB) {
+      for (int h = 0; h < QB / 16; ++h) {
+        dp_rows<8, true>(unused, bytes(qs + so + (i0 + 16 * h) * 16), 32, bytes(kvk), 64,
+                         reinterpret_cast<char*>(&s[16 * h][0]), 64);
+        dp_rows<8, true>(unused, bytes(dob + so + (i0 + 16 * h) * 16), 32, bytes(vtk), 64,
+                         reinterpret_cast<char*>(&dp[16 * h][0]), 64);
+      }
+      for (int rp = 0; rp < QB / 2; ++rp) {
+        __m512 e[2], d[2];
+        for (int t = 0; t < 2; ++t) {
+          const long i = i0 + 2 * rp + t;
+          if (i < n) {
+            const __m512 x = _mm512_sub_ps(_mm512_load_ps(&s[2 * rp + t][0]), _mm512_set1_ps(lb[i] * kLog2e));
+            e[t] = kvalid == 16 ? exp2_16(x) : _mm512_maskz_mov_ps(km, exp2_16(x));
+            d[t] = _mm512_mul_ps(e[t], _mm512_sub_ps(_mm512_load_ps(&dp[2 * rp + t][0]), _mm512_set1_ps(db[i])));
+          } else {
+            e[t] = d[t] = _mm512_setzero_ps();
+          }
+          _mm256_store_si256(reinterpret_cast<__m256i*>(&dsr[2 * rp + t][0]), bf16x16(d[t]));
+        }
+        _mm512_store_si512(&pv[rp][0], vnni_pair(e[0], e[1]));
+        _mm512_store_si512(&dsv[rp][0], vnni_pair(d[0], d[1]));
+      }
+      dp_rows<QB / 2>(dvt, bytes(dot + so + i0), L.np * 2, bytes(&pv[0][0]), 64);   // dvᵀ += dOᵀ p
+      dp_rows<QB / 2>(dkt, bytes(qst + so + i0), L.np * 2, bytes(&dsv[0][0]), 64);  // dkᵀ += (q/4)ᵀ dS
+      for (int h = 0; h < QB / 16; ++h) {  // dq rows += dS k (scaled at the end)
+        const long r0 = i0 + 16 * h;
+        if (r0 >= n) break;
+        if (r0 + 16 <= n) {
+          dp_rows<8>(*reinterpret_cast<float(*)[16][16]>(dqb + r0 * 16), bytes(&dsr[16 * h][0]), 32, bytes(kkk), 64);
+        } else {
+          dp_rows<8, true>(unused, bytes(&dsr[16 * h][0]), 32, bytes(kkk), 64, reinterpret_cast<char*>(&tmp[0][0]), 64);
+          for (long i = r0; i < n; ++i)
+            _mm512_storeu_ps(dqb + i * 16,
+                             _mm512_add_ps(_mm512_loadu_ps(dqb + i * 16), _mm512_load_ps(&tmp[i - r0][0])));
+        }
+      }
+    }
+    // dvᵀ, dkᵀ [16 dims][16 keys] to rows of keys
+    transpose16(reinterpret_cast<std::uint32_t*>(&dvt[0][0]), reinterpret_cast<const std::uint32_t*>(&dvt[0][0]));
+    transpose16(reinterpret_cast<std::uint32_t*>(&dkt[0][0]), reinterpret_cast<const std::uint32_t*>(&dkt[0][0]));
+    for (long j = 0; j < kvalid; ++j) {
+      _mm512_storeu_ps(dvb + (kb * 16 + j) * 16, _mm512_load_ps(&dvt[j][0]));
+      _mm512_storeu_ps(dkb + (kb * 16 + j) * 16, _mm512_load_ps(&dkt[j][0]));
+    }
+  }
+  const __m512 quarter = _mm512_set1_ps(0.25f);  // 1 / sqrt(16)
+  for (long x = 0; x < n * 16; x += 16) _mm512_storeu_ps(dqb + x, _mm512_mul_ps(_mm512_loadu_ps(dqb + x), quarter));
+}
+
 }  // namespace
 
 void forward(float* o, float* lse, const float* q, const float* k, const float* v, long nbh, long n,
@@ -673,7 +752,7 @@ void forward(float* o, float* lse, const float* q, const float* k, const float* 
 }
 
 void backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k, const float* v,
-              const float* lse, const float* rowdot, long nbh, long n, std::uint16_t* scratch) {
+              const float* lse, const float* rowdot, long nbh, long n, std::uint16_t* scratch, bool tile_schedule) {
   const Layout L(n);
   const long sl = nbh * L.slice();
   std::uint16_t *qs = scratch, *qst = qs + sl, *kv = qst + sl, *kk = kv + sl, *vt = kk + sl, *dob = vt + sl,
@@ -689,9 +768,13 @@ void backward(float* dq, float* dk, float* dv, const float* dout, const float* q
     attnphys::parallel_for("attnphys::attention_amx_backward", nbh, [=](long bh) {
       backward_item<AmxTiles>(dq, dk, dv, lse, rowdot, qs, qst, kv, kk, vt, dob, dot, L, bh);
     });
+  else if (tile_schedule)
+    attnphys::parallel_for("attnphys::attention_bf16_backward_tiles", nbh, [=](long bh) {
+      backward_item<SoftTiles>(dq, dk, dv, lse, rowdot, qs, qst, kv, kk, vt, dob, dot, L, bh);
+    });
   else
     attnphys::parallel_for("attnphys::attention_bf16_backward", nbh, [=](long bh) {
-      backward_item<SoftTiles>(dq, dk, dv, lse, rowdot, qs, qst, kv, kk, vt, dob, dot, L, bh);
+      backward_item_avx512(dq, dk, dv, lse, rowdot, qs, qst, kv, kk, vt, dob, dot, L, bh);
     });
 }
 
@@ -708,7 +791,7 @@ std::string unavailable_reason() { return attnphys::amx::unavailable_reason(); }
 
 void forward(float*, float*, const float*, const float*, const float*, long, long, std::uint16_t*, bool) {}
 void backward(float*, float*, float*, const float*, const float*, const float*, const float*, const float*,
-              const float*, long, long, std::uint16_t*) {}
+              const float*, long, long, std::uint16_t*, bool) {}
 
 #endif
 

@@ -26,11 +26,13 @@ long forward_scratch(long nbh, long n);
 long backward_scratch(long nbh, long n);
 
 // q, k, v, o: [nbh, n, 16] row-major float; lse: [nbh, n]. o and lse are written. Without AMX the forward is
-// scheduled for AVX512-BF16 cores; tile_schedule runs the AMX kernel's schedule there instead (tests).
+// scheduled for AVX512-BF16 cores; tile_schedule runs the AMX kernel's schedule there instead (tests; the same for
+// the backward).
 void forward(float* o, float* lse, const float* q, const float* k, const float* v, long nbh, long n,
              std::uint16_t* scratch, bool tile_schedule = false);
 // dq, dk, dv are written; rowdot = rowsum(dO ⊙ O) per query; lse from forward().
 void backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k, const float* v,
-              const float* lse, const float* rowdot, long nbh, long n, std::uint16_t* scratch);
+              const float* lse, const float* rowdot, long nbh, long n, std::uint16_t* scratch,
+              bool tile_schedule = false);
 
 }  // namespace attnphys::ops::amx

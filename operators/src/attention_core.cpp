@@ -854,7 +854,8 @@ void sdpa_backward(const Mat3On<T, Space>& dq, const Mat3On<T, Space>& dk, const
                   reinterpret_cast<float*>(dv.data()), reinterpret_cast<const float*>(dout.data()),
                   reinterpret_cast<const float*>(q.data()), reinterpret_cast<const float*>(k.data()),
                   reinterpret_cast<const float*>(v.data()), reinterpret_cast<const float*>(lse.data()),
-                  reinterpret_cast<const float*>(rowdot), nbh, n, ws.ensure_bf16(amx::backward_scratch(nbh, n)));
+                  reinterpret_cast<const float*>(rowdot), nbh, n, ws.ensure_bf16(amx::backward_scratch(nbh, n)),
+                  ws.bf16_tile_schedule);
     return;
   }
 #ifdef ATTNPHYS_FUSED_SDPA
