@@ -907,16 +907,20 @@ void conditioning_features(const Mat<T>& cf, const ConstMat<T>& extra, const ops
   const bool has_shift = shift.extent(0) > 0;
   const long F = 2 * harmonics * dim;
   const double two_pi = 6.283185307179586;
-  attnphys::parallel_for("attnphys::conditioning_features", tokens, KOKKOS_LAMBDA(long t) {
-        const long n = t % len;
+  // The harmonics depend on the point only: computed for the first sample's rows, copied to the others.
+  attnphys::parallel_for("attnphys::conditioning_harmonics", len < tokens ? len : tokens, KOKKOS_LAMBDA(long n) {
         for (long a = 0; a < dim; ++a) {
           const double x = double(coords(n, a)) / lengths[a];
           for (long m = 1; m <= harmonics; ++m) {
             const long col = (a * harmonics + (m - 1)) * 2;
-            cf(t, col) = T(math::cos(two_pi * m * x));
-            cf(t, col + 1) = T(math::sin(two_pi * m * x));
+            cf(n, col) = T(math::cos(two_pi * m * x));
+            cf(n, col + 1) = T(math::sin(two_pi * m * x));
           }
         }
+      });
+  attnphys::parallel_for("attnphys::conditioning_features", tokens, KOKKOS_LAMBDA(long t) {
+        if (t >= len)
+          for (long f = 0; f < F; ++f) cf(t, f) = cf(t % len, f);
         for (long c = 0; c < C; ++c) cf(t, F + c) = extra(t, c);
         if (has_shift) cf(t, F + C) = shift(t / len);
       });
