@@ -18,7 +18,7 @@
 // the three products; dq accumulates in float32 in the output.
 // Without AMX (AVX512-BF16: AMD Zen 4/5, Intel Cooper Lake) the backward runs the same code on SoftTiles, the tile
 // operations in AVX-512 registers; the forward is forward_item_avx512, the same products and rounding scheduled for
-// such a core (score products interleaved with the softmax, each row's maximum fixed after its first key block).
+// such a core (score products interleaved with the softmax, p v in one product per key block).
 #include "attention_amx.hpp"
 
 #include <cmath>
@@ -32,7 +32,7 @@ namespace attnphys::ops::amx {
 
 long forward_scratch(long nbh, long n) {
   const long np = (n + 127) / 128 * 128;
-  return 3 * nbh * np * kHeadDim + 2 * nbh * n;  // QS, KV, VV; the score bounds (float) of the AVX512-BF16 path
+  return 3 * nbh * np * kHeadDim;
 }
 long backward_scratch(long nbh, long n) {
   const long np = (n + 127) / 128 * 128;
@@ -390,7 +390,7 @@ AMX_FN void forward_item(float* o, float* lse, const std::uint16_t* qs, const st
 // and sum l (16 partial sums), p = 2^(s - m) in bf16 (0 past the valid keys), and alpha, the factor that rescales
 // what the row accumulated before this block.
 AMX_FN inline void softmax_row(const float* s, std::uint16_t* p, float& m, __m512& l, float& alpha, bool first,
-                               bool full, const __mmask16* km, int wlive, float floor = -INFINITY) {
+                               bool full, const __mmask16* km, int wlive) {
   constexpr int KW = 8;
   const __m512 ninf = _mm512_set1_ps(-INFINITY);
   float mt;
@@ -407,7 +407,6 @@ AMX_FN inline void softmax_row(const float* s, std::uint16_t* p, float& m, __m51
       mx = _mm512_max_ps(mx, _mm512_mask_blend_ps(km[w], ninf, _mm512_load_ps(s + 16 * w)));
     mt = _mm512_reduce_max_ps(mx);
   }
-  mt = mt > floor ? mt : floor;
   const float m_new = first || mt > m ? mt : m;
   const __m512 mv = _mm512_set1_ps(m_new);
   __m512 sum = _mm512_setzero_ps();
@@ -438,56 +437,19 @@ AMX_FN inline void softmax_row(const float* s, std::uint16_t* p, float& m, __m51
   m = m_new;
 }
 
-// p = 2^(s - m) of one row of a key block with m fixed (no maximum, no rescale), and its sum added to l.
-AMX_FN inline void exp_row_fixed(const float* s, std::uint16_t* p, float m, __m512& l, bool full, const __mmask16* km,
-                                 int wlive) {
-  constexpr int KW = 8;
-  const __m512 mv = _mm512_set1_ps(m);
-  __m512 sum = l;
-  for (int w = 0; w < KW; w += 2) {
-    __m512 e0, e1;
-    if (full) {
-      e0 = exp2_16(_mm512_sub_ps(_mm512_load_ps(s + 16 * w), mv));
-      e1 = exp2_16(_mm512_sub_ps(_mm512_load_ps(s + 16 * w + 16), mv));
-    } else {
-      e0 = w < wlive ? _mm512_maskz_mov_ps(km[w], exp2_16(_mm512_sub_ps(_mm512_load_ps(s + 16 * w), mv)))
-                     : _mm512_setzero_ps();
-      e1 = w + 1 < wlive ? _mm512_maskz_mov_ps(km[w + 1], exp2_16(_mm512_sub_ps(_mm512_load_ps(s + 16 * w + 16), mv)))
-                         : _mm512_setzero_ps();
-    }
-    sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
-    _mm512_store_si512(p + 16 * w, bf16x32(e0, e1));
-  }
-  l = sum;
-}
-
-// The forward of one work item on AVX512-BF16 without AMX (the same products and rounding as forward_item, scheduled
-// for a core whose FMA pipes run both VDPBF16PS and the softmax): the score products of key block b + 1 and the
-// softmax of block b alternate in one loop (a score tile, then two softmax rows), so that the out-of-order core
-// overlaps them, and p v of a block is one product over its 64 key pairs.
-// The maximum: every score of row i is at most B_i = |q_i| max_j |k_j| (Cauchy-Schwarz, in the base-2 units of s,
-// with a margin for the bf16 operands), so after the first key block the row keeps m_i = max(exact maximum of that
-// block, B_i - 100) for good: no later score exceeds m_i + 100 (p <= 2^100, sums far from float32's 2^128), and the
-// row's true maximum M_i >= -B_i lies at least m_i - 210 or so above 2^-126 while B_i < 110 — then the later blocks
-// need neither a maximum nor a rescale (the softmax is the same, up to rounding). A row with B_i >= 110 keeps the
-// online maximum of forward_item (every block).
+// The forward of one work item on AVX512-BF16 without AMX (the same products, online softmax and rounding as
+// forward_item, scheduled for a core whose FMA pipes run both VDPBF16PS and the softmax): the score products of key
+// block b + 1 and the softmax of block b alternate in one loop (a score tile, then two softmax rows), so that the
+// out-of-order core overlaps them; p v of a block is one product over its 64 key pairs with the accumulator in
+// registers, and the output rows are rescaled in place (no pipeline lag as on the tiles).
 AMX_FN void forward_item_avx512(float* o, float* lse, const std::uint16_t* qs, const std::uint16_t* kv,
-                                const std::uint16_t* vv, const float* bound, const Layout& L, long bh, long i0) {
+                                const std::uint16_t* vv, const Layout& L, long bh, long i0) {
   constexpr int KB = 128, KW = KB / 16;
-  constexpr float kBoundLimit = 110.0f, kHeadroom = 100.0f;
   alignas(64) float s[2][16][KB];
   alignas(64) std::uint16_t p[16][KB];
   alignas(64) float pv[16][16], acc[16][16], unused[16][16];
   __m512 l[16];
-  float m[16], alpha[16], floor[16];
-  bool frozen = true;
-  for (int r = 0; r < 16; ++r) {
-    const float b = i0 + r < L.n ? bound[bh * L.n + i0 + r] : 0.0f;
-    frozen = frozen && b < kBoundLimit;
-    floor[r] = b - kHeadroom;
-  }
-  if (!frozen)
-    for (float& f : floor) f = -INFINITY;
+  float m[16], alpha[16];
   const char* qrows = reinterpret_cast<const char*>(qs + bh * L.slice() + i0 * 16);
   const std::uint16_t* kvb = kv + bh * L.slice();
   const std::uint16_t* vvb = vv + bh * L.slice();
@@ -505,15 +467,11 @@ AMX_FN void forward_item_avx512(float* o, float* lse, const std::uint16_t* qs, c
       km[w] = v >= 16 ? __mmask16(0xffff) : v <= 0 ? __mmask16(0) : __mmask16((1u << v) - 1u);
     }
     const int wlive = int((valid + 15) / 16);
-    const bool full = valid == KB, next = blk + 1 < nblk, fixed = frozen && blk > 0;
+    const bool full = valid == KB, next = blk + 1 < nblk;
     for (int t = 0; t < KW; ++t) {
       if (next) scores(blk + 1, t);
-      for (int r = 2 * t; r < 2 * t + 2; ++r) {
-        if (fixed)
-          exp_row_fixed(&s[blk & 1][r][0], &p[r][0], m[r], l[r], full, km, wlive);
-        else
-          softmax_row(&s[blk & 1][r][0], &p[r][0], m[r], l[r], alpha[r], blk == 0, full, km, wlive, floor[r]);
-      }
+      for (int r = 2 * t; r < 2 * t + 2; ++r)
+        softmax_row(&s[blk & 1][r][0], &p[r][0], m[r], l[r], alpha[r], blk == 0, full, km, wlive);
     }
     dp_rows<64, true>(unused, reinterpret_cast<const char*>(&p[0][0]), KB * 2,
                       reinterpret_cast<const char*>(vvb + (j0 / 32) * 16 * 32), 64, reinterpret_cast<char*>(&pv[0][0]),
@@ -523,7 +481,7 @@ AMX_FN void forward_item_avx512(float* o, float* lse, const std::uint16_t* qs, c
       __m512 y = x;
       if (blk > 0) {
         const __m512 a = _mm512_load_ps(&acc[r][0]);
-        y = fixed ? _mm512_add_ps(a, x) : _mm512_fmadd_ps(a, _mm512_set1_ps(alpha[r]), x);
+        y = _mm512_fmadd_ps(a, _mm512_set1_ps(alpha[r]), x);
       }
       _mm512_store_ps(&acc[r][0], y);
     }
@@ -534,24 +492,6 @@ AMX_FN void forward_item_avx512(float* o, float* lse, const std::uint16_t* qs, c
     _mm512_storeu_ps(o + (bh * L.n + i) * 16, _mm512_mul_ps(_mm512_load_ps(&acc[r][0]), _mm512_set1_ps(1.0f / sum)));
     lse[bh * L.n + i] = (m[r] + std::log2(sum)) * kLn2;
   }
-}
-
-// B_i of forward_item_avx512: |q_i| max_j |k_j| in the base-2 units of the scores, with a margin for bf16 rounding.
-void score_bounds(float* bound, const float* q, const float* k, long nbh, long n) {
-  attnphys::parallel_for("attnphys::attention_bf16_bounds", nbh, [=](long bh) {
-    float kmax2 = 0.0f;
-    for (long j = 0; j < n; ++j) {
-      float a = 0.0f;
-      for (int c = 0; c < 16; ++c) a += k[(bh * n + j) * 16 + c] * k[(bh * n + j) * 16 + c];
-      kmax2 = a > kmax2 ? a : kmax2;
-    }
-    const float kmax = std::sqrt(kmax2);
-    for (long i = 0; i < n; ++i) {
-      float a = 0.0f;
-      for (int c = 0; c < 16; ++c) a += q[(bh * n + i) * 16 + c] * q[(bh * n + i) * 16 + c];
-      bound[bh * n + i] = 0.25f * kLog2e * std::sqrt(a) * kmax * 1.02f + 0.5f;
-    }
-  });
 }
 
 template <class Tiles>
@@ -734,7 +674,6 @@ void forward(float* o, float* lse, const float* q, const float* k, const float* 
   pack_dim_pairs(kv, k, nbh, L);
   pack_row_pairs(vv, v, nbh, L);
   const long qblocks = (n + 15) / 16;
-  float* bound = reinterpret_cast<float*>(vv + nbh * L.slice());
   if (attnphys::amx::available())
     attnphys::parallel_for("attnphys::attention_amx_forward", nbh * qblocks, [=](long it) {
       forward_item<AmxTiles>(o, lse, qs, kv, vv, L, it / qblocks, (it % qblocks) * 16);
@@ -744,9 +683,8 @@ void forward(float* o, float* lse, const float* q, const float* k, const float* 
       forward_item<SoftTiles>(o, lse, qs, kv, vv, L, it / qblocks, (it % qblocks) * 16);
     });
   else {
-    score_bounds(bound, q, k, nbh, n);
     attnphys::parallel_for("attnphys::attention_bf16_forward", nbh * qblocks, [=](long it) {
-      forward_item_avx512(o, lse, qs, kv, vv, bound, L, it / qblocks, (it % qblocks) * 16);
+      forward_item_avx512(o, lse, qs, kv, vv, L, it / qblocks, (it % qblocks) * 16);
     });
   }
 }

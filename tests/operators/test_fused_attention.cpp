@@ -140,48 +140,49 @@ TEST(Bf16Attention, MatchesFloat32WithinBf16Rounding) {
     }
 }
 
-// The AVX512-BF16 forward keeps each row's maximum from the first key block of 128 (raised to B - 100, B the row's
-// Cauchy-Schwarz bound |q| max|k|) for the rest of the row, and the online maximum where B >= 110 (base-2 units).
-// (a) Keys whose scores grow block by block (the first block's maximum is 7 below the last's: p up to 2^10 in the
-// later blocks), B < 110; (b) one key per slice far above the rest (B > 110): the output is its value, lse its
-// score. Both against the float32 kernels, as above, and the gradients in (a).
-TEST(Bf16Attention, SoftmaxMaximumFromTheFirstKeyBlockAndTheBound) {
+// The online softmax across key blocks of 128, on both schedules (the AVX512-BF16 one and the AMX one): (a) scores
+// that grow block by block (the first block's maximum about 7 below the last's: every later block raises the maximum
+// and rescales what the rows hold); (b) one key per slice far above the rest (score 100 in natural units): the
+// output is its value. Against the float32 kernels as above, and the gradients in (a).
+TEST(Bf16Attention, OnlineMaximumAcrossKeyBlocks) {
   if (!ops::bf16_attention_available()) GTEST_SKIP() << ops::bf16_attention_unavailable_reason();
   const long nbh = 2, n = 300, dh = 16, m = nbh * n * dh;
-  for (const bool sharp : {false, true}) {
-    SCOPED_TRACE(sharp ? "one key far above the rest (online maximum)" : "scores growing with the key index");
-    std::vector<double> theta = test::randn(3 * m, 21, sharp ? 0.3 : 0.5);
-    for (long bh = 0; bh < nbh; ++bh)
-      for (long i = 0; i < n; ++i) {
-        double* q = &theta[(bh * n + i) * dh];
-        double* k = &theta[m + (bh * n + i) * dh];
-        if (sharp) {
-          q[0] = 20.0;  // |q| about 20, the special key 20 e0: its score 100 (natural units), B ~ 150
-          if (i == 250) k[0] = 20.0;
-        } else {
-          q[0] = 3.0;  // score ~ 0.75 k0: k0 from -4 (first block) to +6.7 (last)
-          k[0] = -4.0 + 10.7 * double(i) / double(n - 1);
+  for (const bool tiles : {false, true})
+    for (const bool sharp : {false, true}) {
+      SCOPED_TRACE(std::string(sharp ? "one key far above the rest" : "scores growing with the key index") +
+                   (tiles ? ", tile schedule" : ""));
+      std::vector<double> theta = test::randn(3 * m, 21, sharp ? 0.3 : 0.5);
+      for (long bh = 0; bh < nbh; ++bh)
+        for (long i = 0; i < n; ++i) {
+          double* q = &theta[(bh * n + i) * dh];
+          double* k = &theta[m + (bh * n + i) * dh];
+          if (sharp) {
+            q[0] = 20.0;  // the special key 20 e0: its score 100 (natural units)
+            if (i == 250) k[0] = 20.0;
+          } else {
+            q[0] = 3.0;  // score ~ 0.75 k0: k0 from -4 (first block) to +6.7 (last)
+            k[0] = -4.0 + 10.7 * double(i) / double(n - 1);
+          }
         }
+      const auto a = run_sdpa<float>(nbh, n, dh, true, &theta, true, tiles);
+      const auto b = run_sdpa<float>(nbh, n, dh, true, &theta);
+      EXPECT_GT(max_abs(b.o), 0.1);
+      EXPECT_LE(max_diff(a.o, b.o), 2e-2 * max_abs(b.o));
+      EXPECT_LE(max_diff(a.lse, b.lse), 2e-2 * std::max(1.0, max_abs(b.lse)));
+      EXPECT_LE(max_diff(a.dv, b.dv), 2e-2 * max_abs(b.dv));
+      if (!sharp) {  // a one-hot softmax has gradients of e^-90 in q and k: nothing to compare there
+        // dq = Σ_j dS_j k_j with Σ_j dS_j = 0 and k0 up to 6.7 on every key: the sum cancels what dS's bf16 rounding
+        // does not, so dq agrees to about 2.8e-2 of its largest value here; a wrong lse from the forward would be off
+        // by its whole size.
+        EXPECT_GT(max_abs(b.dq), 1e-3);
+        EXPECT_LE(max_diff(a.dq, b.dq), 5e-2 * max_abs(b.dq));
+        EXPECT_LE(max_diff(a.dk, b.dk), 2e-2 * max_abs(b.dk));
+      } else {
+        for (long bh = 0; bh < nbh; ++bh)  // the output is the special key's value
+          for (long c = 0; c < dh; ++c)
+            EXPECT_NEAR(a.o[(bh * n + 7) * dh + c], theta[2 * m + (bh * n + 250) * dh + c], 2e-2);
       }
-    const auto a = run_sdpa<float>(nbh, n, dh, true, &theta, true);
-    const auto b = run_sdpa<float>(nbh, n, dh, true, &theta);
-    EXPECT_GT(max_abs(b.o), 0.1);
-    EXPECT_LE(max_diff(a.o, b.o), 2e-2 * max_abs(b.o));
-    EXPECT_LE(max_diff(a.lse, b.lse), 2e-2 * std::max(1.0, max_abs(b.lse)));
-    EXPECT_LE(max_diff(a.dv, b.dv), 2e-2 * max_abs(b.dv));
-    if (!sharp) {  // a one-hot softmax has gradients of e^-90 in q and k: nothing to compare there
-      // dq = Σ_j dS_j k_j with Σ_j dS_j = 0 and k0 up to 6.7 on every key: the sum cancels what dS's bf16 rounding
-      // does not, so dq agrees to 2.6e-2 of its largest value here (the online maximum gives 2.8e-2 on this data); a
-      // wrong lse from the forward would be off by its whole size.
-      EXPECT_GT(max_abs(b.dq), 1e-3);
-      EXPECT_LE(max_diff(a.dq, b.dq), 5e-2 * max_abs(b.dq));
-      EXPECT_LE(max_diff(a.dk, b.dk), 2e-2 * max_abs(b.dk));
-    } else {
-      for (long bh = 0; bh < nbh; ++bh)  // the output is the special key's value
-        for (long c = 0; c < dh; ++c)
-          EXPECT_NEAR(a.o[(bh * n + 7) * dh + c], theta[2 * m + (bh * n + 250) * dh + c], 2e-2);
     }
-  }
 }
 
 // Where the bf16 kernels do not apply (head width 32, or a CPU without AMX) they refuse with an error that says
