@@ -16,9 +16,12 @@
 // rows. Backward: one work item per head slice, key blocks of 16 (dvᵀ and dkᵀ accumulate in two tiles over all
 // query blocks of 32), per query block s and dp by tiles, p = exp(s - lse) and dS = p (dp - D) on AVX-512, then
 // the three products; dq accumulates in float32 in the output.
-// Without AMX (AVX512-BF16: AMD Zen 4/5, Intel Cooper Lake) the backward runs the same code on SoftTiles, the tile
-// operations in AVX-512 registers; the forward is forward_item_avx512, the same products and rounding scheduled for
-// such a core (score products interleaved with the softmax, p v in one product per key block).
+// Without AMX (AVX512-BF16: AMD Zen 4/5, Intel Cooper Lake) forward_item_avx512 and backward_item_avx512 compute the
+// same products, online softmax and rounding in AVX-512 registers (VDPBF16PS), scheduled for such a core: score
+// products interleaved with the softmax, p v in one product per key block; in the backward, query blocks of 64, the
+// elementwise part of the next query block written into the dvᵀ and dkᵀ products, whose A operands (dOᵀ, qᵀ) are
+// packed in blocks of 64 queries so that their rows sit at fixed offsets, and dq accumulated in place. SoftTiles runs
+// the AMX schedule itself in AVX-512 registers (tile_schedule: tests of the AMX algorithm on CPUs without AMX).
 #include "attention_amx.hpp"
 
 #include <cmath>
@@ -36,7 +39,7 @@ long forward_scratch(long nbh, long n) {
 }
 long backward_scratch(long nbh, long n) {
   const long np = (n + 127) / 128 * 128;
-  return 7 * nbh * np * kHeadDim;
+  return 7 * nbh * np * kHeadDim + 4 * nbh * np;  // the seven layouts; per query lse·log2 e and D (float)
 }
 
 #ifdef ATTNPHYS_AMX
@@ -74,6 +77,19 @@ AMX_FN void pack_transposed_slice(std::uint16_t* d, const float* s, float scale,
     for (int c = 0; c < 16; ++c) _mm512_storeu_si512(d + c * L.np + i0, _mm512_load_si512(&pairs[c][0]));
   }
 }
+// The same transposed rows in blocks of 64: d[b][c][j] = src[64 b + j][c] * scale ([np/64][16][64]: the A operands of
+// the AVX-512 backward's dvᵀ and dkᵀ products for query block b, rows 128 bytes apart).
+AMX_FN void pack_transposed_blocked_slice(std::uint16_t* d, const float* s, float scale, const Layout& L) {
+  const __m512 sc = _mm512_set1_ps(scale);
+  alignas(64) std::uint32_t pairs[16][16];
+  for (long i0 = 0; i0 < L.np; i0 += 32) {
+    for (int p = 0; p < 16; ++p)
+      _mm512_store_si512(&pairs[p][0], vnni_pair(row16(s, i0 + 2 * p, L.n, sc), row16(s, i0 + 2 * p + 1, L.n, sc)));
+    transpose16(&pairs[0][0], &pairs[0][0]);
+    std::uint16_t* blk = d + (i0 / 64) * 16 * 64 + (i0 % 64);
+    for (int c = 0; c < 16; ++c) _mm512_storeu_si512(blk + c * 64, _mm512_load_si512(&pairs[c][0]));
+  }
+}
 // VNNI pairs of dimensions per 16 rows: d[b][p][2j + t] = src[16b + j][2p + t] (the KV layout): row j in bf16 is the
 // 8 pairs (p, j); a transpose puts them in rows p.
 AMX_FN void pack_dim_pairs_slice(std::uint16_t* d, const float* s, const Layout& L) {
@@ -102,6 +118,11 @@ void pack_rows(std::uint16_t* dst, const float* src, float scale, long nbh, cons
 void pack_transposed(std::uint16_t* dst, const float* src, float scale, long nbh, const Layout& L) {
   attnphys::parallel_for("attnphys::amx_pack_transposed", nbh, [=](long bh) {
     pack_transposed_slice(dst + bh * L.slice(), src + bh * L.n * kHeadDim, scale, L);
+  });
+}
+void pack_transposed_blocked(std::uint16_t* dst, const float* src, float scale, long nbh, const Layout& L) {
+  attnphys::parallel_for("attnphys::amx_pack_transposed_blocked", nbh, [=](long bh) {
+    pack_transposed_blocked_slice(dst + bh * L.slice(), src + bh * L.n * kHeadDim, scale, L);
   });
 }
 void pack_dim_pairs(std::uint16_t* dst, const float* src, long nbh, const Layout& L) {
@@ -583,73 +604,140 @@ AMX_FN void backward_item(float* dq, float* dk, float* dv, const float* lse, con
   for (long x = 0; x < n * 16; ++x) dqb[x] *= 0.25f;  // 1 / sqrt(16)
 }
 
+// Row `row` of the backward's elementwise part (p = 2^(s - lse), dS = p (dp - D), their bf16 forms): l2 = lse·log2 e
+// of the row (1e30 past n: p = 0), dd = D (0 past n). Odd rows complete a VNNI pair with the even row before.
+template <bool FullKeys>
+AMX_FN inline void bw_row(const float* s, const float* dp, float l2, float dd, __mmask16 km, std::uint16_t* pv,
+                          std::uint16_t* dsv, std::uint16_t* dsr, int row, __m512& ep, __m512& dpend) {
+  const __m512 x = _mm512_sub_ps(_mm512_load_ps(s + row * 16), _mm512_set1_ps(l2));
+  __m512 e = exp2_16(x);
+  if (!FullKeys) e = _mm512_maskz_mov_ps(km, e);
+  const __m512 d = _mm512_mul_ps(e, _mm512_sub_ps(_mm512_load_ps(dp + row * 16), _mm512_set1_ps(dd)));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(dsr + row * 16), bf16x16(d));
+  if (row & 1) {
+    _mm512_store_si512(pv + (row / 2) * 32, vnni_pair(ep, e));
+    _mm512_store_si512(dsv + (row / 2) * 32, vnni_pair(dpend, d));
+  } else {
+    ep = e;
+    dpend = d;
+  }
+}
+
+// acc [16][16] += a (16 rows, 32 pairs) b (32 pair rows of 64 bytes), as dp_rows<32>, with 32 rows of the next query
+// block's elementwise part (rows row0 .. row0 + 31) written between its steps, one row a step.
+template <bool FullKeys>
+AMX_FN inline void dp32_with_rows(float (&acc)[16][16], const char* a, long sa, const char* b, const float* s,
+                                  const float* dp, const float* l2, const float* dd, __mmask16 km, std::uint16_t* pv,
+                                  std::uint16_t* dsv, std::uint16_t* dsr, int row0) {
+  __m512 r[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_load_ps(&acc[i][0]);
+  __m512 ep = _mm512_setzero_ps(), dpend = _mm512_setzero_ps();
+  for (int k = 0; k < 32; k += 2) {
+#pragma GCC unroll 2
+    for (int u = 0; u < 2; ++u) {
+      const __m512bh bv = (__m512bh)_mm512_loadu_si512(b + (k + u) * 64);
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i)
+        __asm__("vdpbf16ps %2%{1to16%}, %1, %0"
+                : "+v"(r[i])
+                : "v"(bv), "m"(*reinterpret_cast<const std::int32_t*>(a + i * sa + 4 * (k + u))));
+      const int row = row0 + k + u;
+      bw_row<FullKeys>(s, dp, l2[row], dd[row], km, pv, dsv, dsr, row, ep, dpend);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) _mm512_store_ps(&acc[i][0], r[i]);
+}
+
 // The backward of one head slice on AVX512-BF16 without AMX: backward_item's algorithm and rounding, its tile
 // operations written for AVX-512 registers: query blocks of 64 (dvᵀ and dkᵀ pass through memory once per 64 queries
-// instead of 32), dq rows accumulated in place by the product (no scratch tile and add), vector transposes and
-// clears.
+// instead of 32), the elementwise part of query block b + 1 written into the dvᵀ and dkᵀ products of block b (one row
+// per step of 16 VDPBF16PS, so that the core runs both), dq rows accumulated in place by the product, vector
+// transposes and clears.
+template <bool FullKeys>
+AMX_FN void backward_key_block(float* dqb, float (&dvt)[16][16], float (&dkt)[16][16], const float* l2, const float* dd,
+                               const std::uint16_t* qs, const std::uint16_t* qst, const std::uint16_t* kvk,
+                               const std::uint16_t* kkk, const std::uint16_t* vtk, const std::uint16_t* dob,
+                               const std::uint16_t* dot, const Layout& L, long so, __mmask16 km) {
+  constexpr int QB = 64;
+  const long n = L.n, nqb = (n + QB - 1) / QB;
+  alignas(64) float s[QB][16], dp[QB][16], tmp[16][16], unused[16][16];
+  alignas(64) std::uint16_t pv[2][QB / 2][32], dsv[2][QB / 2][32], dsr[2][QB][16];
+  const auto bytes = [](const void* x) { return reinterpret_cast<const char*>(x); };
+  for (int r = 0; r < 16; ++r) {
+    _mm512_store_ps(&dvt[r][0], _mm512_setzero_ps());
+    _mm512_store_ps(&dkt[r][0], _mm512_setzero_ps());
+  }
+#define ATTNPHYS_SCORES(i0)                                                              \
+  for (int h = 0; h < QB / 16; ++h) {                                                    \
+    dp_rows<8, true>(unused, bytes(qs + so + ((i0) + 16 * h) * 16), 32, bytes(kvk), 64,  \
+                     reinterpret_cast<char*>(&s[16 * h][0]), 64);                        \
+    dp_rows<8, true>(unused, bytes(dob + so + ((i0) + 16 * h) * 16), 32, bytes(vtk), 64, \
+                     reinterpret_cast<char*>(&dp[16 * h][0]), 64);                       \
+  }
+  ATTNPHYS_SCORES(0) {
+    __m512 ep = _mm512_setzero_ps(), dpend = _mm512_setzero_ps();
+    for (int row = 0; row < QB; ++row)
+      bw_row<FullKeys>(&s[0][0], &dp[0][0], l2[row], dd[row], km, &pv[0][0][0], &dsv[0][0][0], &dsr[0][0][0], row, ep,
+                       dpend);
+  }
+  for (long qb = 0; qb < nqb; ++qb) {
+    const long i0 = qb * QB;
+    const int cur = int(qb & 1), nxt = cur ^ 1;
+    const bool next = qb + 1 < nqb;
+    if (next) ATTNPHYS_SCORES(i0 + QB)
+    for (int h = 0; h < QB / 16; ++h) {  // dq rows += dS k (scaled at the end)
+      const long r0 = i0 + 16 * h;
+      if (r0 >= n) break;
+      if (r0 + 16 <= n) {
+        dp_rows<8>(*reinterpret_cast<float(*)[16][16]>(dqb + r0 * 16), bytes(&dsr[cur][16 * h][0]), 32, bytes(kkk), 64);
+      } else {
+        dp_rows<8, true>(unused, bytes(&dsr[cur][16 * h][0]), 32, bytes(kkk), 64, reinterpret_cast<char*>(&tmp[0][0]),
+                         64);
+        for (long i = r0; i < n; ++i)
+          _mm512_storeu_ps(dqb + i * 16, _mm512_add_ps(_mm512_loadu_ps(dqb + i * 16), _mm512_load_ps(&tmp[i - r0][0])));
+      }
+    }
+    if (next) {  // dvᵀ += dOᵀ p, dkᵀ += (q/4)ᵀ dS, with the next block's elementwise part
+      const float* l2n = l2 + i0 + QB;
+      const float* ddn = dd + i0 + QB;
+      dp32_with_rows<FullKeys>(dvt, bytes(dot + so + i0 * 16), 128, bytes(&pv[cur][0][0]), &s[0][0], &dp[0][0], l2n,
+                               ddn, km, &pv[nxt][0][0], &dsv[nxt][0][0], &dsr[nxt][0][0], 0);
+      dp32_with_rows<FullKeys>(dkt, bytes(qst + so + i0 * 16), 128, bytes(&dsv[cur][0][0]), &s[0][0], &dp[0][0], l2n,
+                               ddn, km, &pv[nxt][0][0], &dsv[nxt][0][0], &dsr[nxt][0][0], 32);
+    } else {
+      dp_rows<QB / 2>(dvt, bytes(dot + so + i0 * 16), 128, bytes(&pv[cur][0][0]), 64);
+      dp_rows<QB / 2>(dkt, bytes(qst + so + i0 * 16), 128, bytes(&dsv[cur][0][0]), 64);
+    }
+  }
+#undef ATTNPHYS_SCORES
+}
+
 AMX_FN void backward_item_avx512(float* dq, float* dk, float* dv, const float* lse, const float* rowdot,
                                  const std::uint16_t* qs, const std::uint16_t* qst, const std::uint16_t* kv,
                                  const std::uint16_t* kk, const std::uint16_t* vt, const std::uint16_t* dob,
-                                 const std::uint16_t* dot, const Layout& L, long bh) {
-  constexpr int QB = 64;  // queries per block (L.np is a multiple of 128: a block never reads past the layouts)
+                                 const std::uint16_t* dot, const Layout& L, long bh, float* l2, float* dd) {
   const long n = L.n, so = bh * L.slice();
   float* dqb = dq + bh * n * 16;
   float* dkb = dk + bh * n * 16;
   float* dvb = dv + bh * n * 16;
-  const float* lb = lse + bh * n;
-  const float* db = rowdot + bh * n;
+  for (long i = 0; i < L.np; ++i) {  // per query: lse in base 2 and D; past n, rows whose p and dS are 0
+    l2[i] = i < n ? lse[bh * n + i] * kLog2e : 1e30f;
+    dd[i] = i < n ? rowdot[bh * n + i] : 0.0f;
+  }
   for (long x = 0; x < n * 16; x += 16) _mm512_storeu_ps(dqb + x, _mm512_setzero_ps());
-  alignas(64) float s[QB][16], dp[QB][16], dvt[16][16], dkt[16][16], tmp[16][16], unused[16][16];
-  alignas(64) std::uint16_t pv[QB / 2][32], dsv[QB / 2][32], dsr[QB][16];
-  const auto bytes = [](const void* x) { return reinterpret_cast<const char*>(x); };
+  alignas(64) float dvt[16][16], dkt[16][16];
   for (long kb = 0; kb * 16 < n; ++kb) {
     const long kvalid = n - kb * 16 < 16 ? n - kb * 16 : 16;
     const __mmask16 km = kvalid >= 16 ? __mmask16(0xffff) : __mmask16((1u << kvalid) - 1u);
-    for (int r = 0; r < 16; ++r) {
-      _mm512_store_ps(&dvt[r][0], _mm512_setzero_ps());
-      _mm512_store_ps(&dkt[r][0], _mm512_setzero_ps());
-    }
-    const std::uint16_t* kvk = kv + so + kb * 8 * 32;
-    const std::uint16_t* vtk = vt + so + kb * 8 * 32;
-    const std::uint16_t* kkk = kk + so + kb * 8 * 32;
-    for (long i0 = 0; i0 < n; i0 += QB) {
-      for (int h = 0; h < QB / 16; ++h) {
-        dp_rows<8, true>(unused, bytes(qs + so + (i0 + 16 * h) * 16), 32, bytes(kvk), 64,
-                         reinterpret_cast<char*>(&s[16 * h][0]), 64);
-        dp_rows<8, true>(unused, bytes(dob + so + (i0 + 16 * h) * 16), 32, bytes(vtk), 64,
-                         reinterpret_cast<char*>(&dp[16 * h][0]), 64);
-      }
-      for (int rp = 0; rp < QB / 2; ++rp) {
-        __m512 e[2], d[2];
-        for (int t = 0; t < 2; ++t) {
-          const long i = i0 + 2 * rp + t;
-          if (i < n) {
-            const __m512 x = _mm512_sub_ps(_mm512_load_ps(&s[2 * rp + t][0]), _mm512_set1_ps(lb[i] * kLog2e));
-            e[t] = kvalid == 16 ? exp2_16(x) : _mm512_maskz_mov_ps(km, exp2_16(x));
-            d[t] = _mm512_mul_ps(e[t], _mm512_sub_ps(_mm512_load_ps(&dp[2 * rp + t][0]), _mm512_set1_ps(db[i])));
-          } else {
-            e[t] = d[t] = _mm512_setzero_ps();
-          }
-          _mm256_store_si256(reinterpret_cast<__m256i*>(&dsr[2 * rp + t][0]), bf16x16(d[t]));
-        }
-        _mm512_store_si512(&pv[rp][0], vnni_pair(e[0], e[1]));
-        _mm512_store_si512(&dsv[rp][0], vnni_pair(d[0], d[1]));
-      }
-      dp_rows<QB / 2>(dvt, bytes(dot + so + i0), L.np * 2, bytes(&pv[0][0]), 64);   // dvᵀ += dOᵀ p
-      dp_rows<QB / 2>(dkt, bytes(qst + so + i0), L.np * 2, bytes(&dsv[0][0]), 64);  // dkᵀ += (q/4)ᵀ dS
-      for (int h = 0; h < QB / 16; ++h) {  // dq rows += dS k (scaled at the end)
-        const long r0 = i0 + 16 * h;
-        if (r0 >= n) break;
-        if (r0 + 16 <= n) {
-          dp_rows<8>(*reinterpret_cast<float(*)[16][16]>(dqb + r0 * 16), bytes(&dsr[16 * h][0]), 32, bytes(kkk), 64);
-        } else {
-          dp_rows<8, true>(unused, bytes(&dsr[16 * h][0]), 32, bytes(kkk), 64, reinterpret_cast<char*>(&tmp[0][0]), 64);
-          for (long i = r0; i < n; ++i)
-            _mm512_storeu_ps(dqb + i * 16,
-                             _mm512_add_ps(_mm512_loadu_ps(dqb + i * 16), _mm512_load_ps(&tmp[i - r0][0])));
-        }
-      }
-    }
+    const long ko = kb * 8 * 32;
+    if (kvalid == 16)
+      backward_key_block<true>(dqb, dvt, dkt, l2, dd, qs, qst, kv + so + ko, kk + so + ko, vt + so + ko, dob, dot, L,
+                               so, km);
+    else
+      backward_key_block<false>(dqb, dvt, dkt, l2, dd, qs, qst, kv + so + ko, kk + so + ko, vt + so + ko, dob, dot, L,
+                                so, km);
     // dvᵀ, dkᵀ [16 dims][16 keys] to rows of keys
     transpose16(reinterpret_cast<std::uint32_t*>(&dvt[0][0]), reinterpret_cast<const std::uint32_t*>(&dvt[0][0]));
     transpose16(reinterpret_cast<std::uint32_t*>(&dkt[0][0]), reinterpret_cast<const std::uint32_t*>(&dkt[0][0]));
@@ -695,13 +783,21 @@ void backward(float* dq, float* dk, float* dv, const float* dout, const float* q
   const long sl = nbh * L.slice();
   std::uint16_t *qs = scratch, *qst = qs + sl, *kv = qst + sl, *kk = kv + sl, *vt = kk + sl, *dob = vt + sl,
                 *dot = dob + sl;
+  const bool blocked = !attnphys::amx::available() && !tile_schedule;  // the AVX-512 backward's layouts
   pack_rows(qs, q, 0.25f * kLog2e, nbh, L);
-  pack_transposed(qst, q, 0.25f, nbh, L);
+  if (blocked)
+    pack_transposed_blocked(qst, q, 0.25f, nbh, L);
+  else
+    pack_transposed(qst, q, 0.25f, nbh, L);
   pack_dim_pairs(kv, k, nbh, L);
   pack_row_pairs(kk, k, nbh, L);
   pack_dim_pairs(vt, v, nbh, L);
   pack_rows(dob, dout, 1.0f, nbh, L);
-  pack_transposed(dot, dout, 1.0f, nbh, L);
+  if (blocked)
+    pack_transposed_blocked(dot, dout, 1.0f, nbh, L);
+  else
+    pack_transposed(dot, dout, 1.0f, nbh, L);
+  float* rows = reinterpret_cast<float*>(dot + sl);
   if (attnphys::amx::available())
     attnphys::parallel_for("attnphys::attention_amx_backward", nbh, [=](long bh) {
       backward_item<AmxTiles>(dq, dk, dv, lse, rowdot, qs, qst, kv, kk, vt, dob, dot, L, bh);
@@ -712,7 +808,8 @@ void backward(float* dq, float* dk, float* dv, const float* dout, const float* q
     });
   else
     attnphys::parallel_for("attnphys::attention_bf16_backward", nbh, [=](long bh) {
-      backward_item_avx512(dq, dk, dv, lse, rowdot, qs, qst, kv, kk, vt, dob, dot, L, bh);
+      backward_item_avx512(dq, dk, dv, lse, rowdot, qs, qst, kv, kk, vt, dob, dot, L, bh, rows + bh * 2 * L.np,
+                           rows + bh * 2 * L.np + L.np);
     });
 }
 
