@@ -459,10 +459,11 @@ AMX_FN inline void softmax_row(const float* s, std::uint16_t* p, float& m, __m51
 }
 
 // The forward of one work item on AVX512-BF16 without AMX (the same products, online softmax and rounding as
-// forward_item, scheduled for a core whose FMA pipes run both VDPBF16PS and the softmax): the score products of key
-// block b + 1 and the softmax of block b alternate in one loop (a score tile, then two softmax rows), so that the
-// out-of-order core overlaps them; p v of a block is one product over its 64 key pairs with the accumulator in
-// registers, and the output rows are rescaled in place (no pipeline lag as on the tiles).
+// forward_item, written for AVX-512 registers): the score products of key block b + 1 and the softmax of block b
+// alternate in one loop (a score tile, then two softmax rows); p v of a block is one product over its 64 key pairs
+// with the accumulator in registers (no tile round trips), and the output rows are rescaled in place (no pipeline lag
+// as on the tiles). On a Zen 4 the softmax does not overlap the products however finely it is interleaved (two other
+// schedules measured the same or slower), unlike the backward's elementwise part.
 AMX_FN void forward_item_avx512(float* o, float* lse, const std::uint16_t* qs, const std::uint16_t* kv,
                                 const std::uint16_t* vv, const Layout& L, long bh, long i0) {
   constexpr int KB = 128, KW = KB / 16;
