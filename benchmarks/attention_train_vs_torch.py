@@ -15,11 +15,13 @@ and the same BLAS setting (OPENBLAS_CORETYPE passes through unchanged). After on
 each of --repeats rounds times --steps steps per side; a side's round figure is its median step. ratio =
 attnphys / torch 1.13 and ratio_torch2 = attnphys / (the faster torch-2 mode) are the medians over the rounds of
 the per-round ratios, all rounds listed. --precision bf16 runs our side with encoder.attention_precision = bf16
-and encoder.matmul_precision = bf16 (AMX; Intel Sapphire Rapids or later) and adds ratio_torch2_bf16 = attnphys / eager_bf16, the same-precision
-comparison; ratio_torch2 stays against PyTorch 2 in float32. The last stdout line is JSON.
+(AMX, or AVX512-BF16 without AMX: AMD Zen 4/5, Intel Cooper Lake) and adds ratio_torch2_bf16 = attnphys /
+eager_bf16, the same-precision comparison; ratio_torch2 stays against PyTorch 2 in float32. --matmul-precision
+(default auto: bf16 with --precision bf16 where the CPU has AMX, else float32) sets encoder.matmul_precision, whose
+bf16 products need AMX; the JSON's config names the precisions used. The last stdout line is JSON.
 
     python3 benchmarks/attention_train_vs_torch.py [--steps 5] [--repeats 3] [--modes eager,compile] [--no-torch2]
-                                                   [--precision float32|bf16]
+                                                   [--precision float32|bf16] [--matmul-precision auto|float32|bf16]
 """
 import argparse
 import json
@@ -209,9 +211,11 @@ def main():
     p.add_argument("--attention", default="tiled", choices=["dense", "tiled"],
                    help="attention memory mode of the attnphys side (tiled: the fused kernels)")
     p.add_argument("--precision", default="float32", choices=["float32", "bf16"],
-                   help="arithmetic of the attnphys side's attention and dense products (bf16: AMX tiles, Intel"
-                        " Sapphire Rapids or later; PyTorch 2 then also runs eager_bf16, its SDPA model under"
-                        " autocast(bfloat16))")
+                   help="arithmetic of the attnphys side's attention (bf16: AMX tiles, or AVX512-BF16 without AMX;"
+                        " PyTorch 2 then also runs eager_bf16, its SDPA model under autocast(bfloat16))")
+    p.add_argument("--matmul-precision", default="auto", choices=["auto", "float32", "bf16"],
+                   help="the attnphys side's dense products (encoder.matmul_precision; bf16 needs AMX): auto = bf16"
+                        " with --precision bf16 where the CPU has AMX, else float32")
     p.add_argument("--steps", type=int, default=5, help="timed steps per side per round (after the warm-up)")
     p.add_argument("--repeats", type=int, default=3, help="rounds; every figure is the median over them")
     p.add_argument("--threads", type=int, default=2, help="threads of every side (BLAS, torch intra-op)")
@@ -247,8 +251,16 @@ def main():
     log("attnphys: warming up")
     if args.modes is None:
         args.modes = "eager,compile" + (",eager_bf16" if args.precision == "bf16" else "")
+    if args.matmul_precision == "auto":
+        args.matmul_precision = "float32"
+        if args.precision == "bf16":
+            import attnphys  # noqa: E402 (benchmarks/run puts the build's package on PYTHONPATH)
+            if attnphys.info().get("amx_bf16"):
+                args.matmul_precision = "bf16"
+            else:
+                log("attnphys: no AMX here, so the dense products stay float32 (--matmul-precision auto)")
     sides["attnphys"] = Side("attnphys", [exe, "--serve", "--attention", args.attention, "--precision", args.precision,
-                                          "--matmul-precision", args.precision, "--batch", str(args.batch),
+                                          "--matmul-precision", args.matmul_precision, "--batch", str(args.batch),
                                           "--len", str(args.len), "--steps", str(args.steps)], env)
     plan = [] if args.no_torch113 else [("torch113", "/usr/bin/python3")]
     if torch2:
@@ -280,7 +292,7 @@ def main():
         "benchmark": "attention_train_vs_torch",
         "config": {"d_model": D, "heads": HEADS, "layers": LAYERS, "d_ff": FF, "len": args.len, "batch": args.batch,
                    "dtype": "float32", "attention": args.attention, "attention_precision": args.precision,
-                   "matmul_precision": args.precision,
+                   "matmul_precision": args.matmul_precision,
                    "optimizer": "adamw", "threads": args.threads,
                    "steps_per_round": args.steps, "rounds": args.repeats,
                    "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "")},
