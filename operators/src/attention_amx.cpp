@@ -65,29 +65,19 @@ AMX_FN void pack_rows_slice(std::uint16_t* d, const float* s, float scale, const
   for (long i = 0; i < L.np; ++i)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i * 16), bf16x16(row16(s, i, L.n, sc)));
 }
-// Transposed [16, np] of src * scale: VNNI pairs of rows are 32-bit pairs (row pair, column); a 16 × 16 transpose
-// of 32 rows at a time gives 32 consecutive entries of each column.
-AMX_FN void pack_transposed_slice(std::uint16_t* d, const float* s, float scale, const Layout& L) {
+// Transposed rows of src * scale in blocks of bw queries (bw a multiple of 32 dividing np): d[b][c][j] =
+// src[bw b + j][c], [np/bw][16][bw]; bw = np is the plain transpose [16, np] (the A operands of the tiles' dvᵀ and dkᵀ
+// products), bw = 64 the AVX-512 backward's (its query blocks: rows 128 bytes apart). VNNI pairs of rows are 32-bit
+// pairs (row pair, column); a 16 × 16 transpose of 32 rows at a time gives 32 consecutive entries of each column.
+AMX_FN void pack_transposed_slice(std::uint16_t* d, const float* s, float scale, long bw, const Layout& L) {
   const __m512 sc = _mm512_set1_ps(scale);
   alignas(64) std::uint32_t pairs[16][16];
   for (long i0 = 0; i0 < L.np; i0 += 32) {
     for (int p = 0; p < 16; ++p)
       _mm512_store_si512(&pairs[p][0], vnni_pair(row16(s, i0 + 2 * p, L.n, sc), row16(s, i0 + 2 * p + 1, L.n, sc)));
     transpose16(&pairs[0][0], &pairs[0][0]);
-    for (int c = 0; c < 16; ++c) _mm512_storeu_si512(d + c * L.np + i0, _mm512_load_si512(&pairs[c][0]));
-  }
-}
-// The same transposed rows in blocks of 64: d[b][c][j] = src[64 b + j][c] * scale ([np/64][16][64]: the A operands of
-// the AVX-512 backward's dvᵀ and dkᵀ products for query block b, rows 128 bytes apart).
-AMX_FN void pack_transposed_blocked_slice(std::uint16_t* d, const float* s, float scale, const Layout& L) {
-  const __m512 sc = _mm512_set1_ps(scale);
-  alignas(64) std::uint32_t pairs[16][16];
-  for (long i0 = 0; i0 < L.np; i0 += 32) {
-    for (int p = 0; p < 16; ++p)
-      _mm512_store_si512(&pairs[p][0], vnni_pair(row16(s, i0 + 2 * p, L.n, sc), row16(s, i0 + 2 * p + 1, L.n, sc)));
-    transpose16(&pairs[0][0], &pairs[0][0]);
-    std::uint16_t* blk = d + (i0 / 64) * 16 * 64 + (i0 % 64);
-    for (int c = 0; c < 16; ++c) _mm512_storeu_si512(blk + c * 64, _mm512_load_si512(&pairs[c][0]));
+    std::uint16_t* blk = d + (i0 / bw) * 16 * bw + i0 % bw;
+    for (int c = 0; c < 16; ++c) _mm512_storeu_si512(blk + c * bw, _mm512_load_si512(&pairs[c][0]));
   }
 }
 // VNNI pairs of dimensions per 16 rows: d[b][p][2j + t] = src[16b + j][2p + t] (the KV layout): row j in bf16 is the
@@ -115,14 +105,9 @@ void pack_rows(std::uint16_t* dst, const float* src, float scale, long nbh, cons
     pack_rows_slice(dst + bh * L.slice(), src + bh * L.n * kHeadDim, scale, L);
   });
 }
-void pack_transposed(std::uint16_t* dst, const float* src, float scale, long nbh, const Layout& L) {
+void pack_transposed(std::uint16_t* dst, const float* src, float scale, long bw, long nbh, const Layout& L) {
   attnphys::parallel_for("attnphys::amx_pack_transposed", nbh, [=](long bh) {
-    pack_transposed_slice(dst + bh * L.slice(), src + bh * L.n * kHeadDim, scale, L);
-  });
-}
-void pack_transposed_blocked(std::uint16_t* dst, const float* src, float scale, long nbh, const Layout& L) {
-  attnphys::parallel_for("attnphys::amx_pack_transposed_blocked", nbh, [=](long bh) {
-    pack_transposed_blocked_slice(dst + bh * L.slice(), src + bh * L.n * kHeadDim, scale, L);
+    pack_transposed_slice(dst + bh * L.slice(), src + bh * L.n * kHeadDim, scale, bw, L);
   });
 }
 void pack_dim_pairs(std::uint16_t* dst, const float* src, long nbh, const Layout& L) {
@@ -296,117 +281,6 @@ AMX_FN inline void pv_block(Tiles& tl, float (&pv)[16][16], const std::uint16_t*
   tl.template store<5>(&pv[0][0], 64);
 }
 
-template <class Tiles>
-AMX_FN void forward_item(float* o, float* lse, const std::uint16_t* qs, const std::uint16_t* kv,
-                         const std::uint16_t* vv, const Layout& L, long bh, long i0) {
-  constexpr int KB = 128, KW = KB / 16;  // keys per block, vectors (and s tiles) per row of a block
-  Tiles tl;
-  TileConfig cfg;
-  cfg.set(0, 16, 64);  // s tile (16 queries × 16 keys, float32)
-  cfg.set(1, 16, 32);  // q rows (16 × 16 dims)
-  cfg.set(2, 8, 64);   // keys, VNNI (8 dimension pairs × 16 keys)
-  cfg.set(3, 16, 64);  // p rows (16 × 32 keys)
-  cfg.set(4, 16, 64);  // values, VNNI (16 key pairs × 16 dims)
-  cfg.set(5, 16, 64);  // p v (16 × 16 dims)
-  tl.config(cfg);
-  tl.template load<1>(qs + bh * L.slice() + i0 * 16, 32);
-  // p of a block is written by vector stores and read by tile loads; a tile load right after the stores waits for
-  // them to drain, so p v of block b runs after the softmax of block b + 1 (p double-buffered), and the output rows
-  // are rescaled one block late: acc = (acc + p_b v) · 2^(m_b - m_(b+1)).
-  alignas(64) float s[16][KB];
-  alignas(64) std::uint16_t p[2][16][KB];
-  alignas(64) float pv[16][16];
-  __m512 acc[16], l[16];  // output rows; running sums as 16 partial sums each
-  float m[16], alpha[16];  // running maxima (base 2); the rescale of the pending block
-  for (int r = 0; r < 16; ++r) {
-    acc[r] = l[r] = _mm512_setzero_ps();
-    m[r] = 0.0f;
-  }
-  const std::uint16_t* kvb = kv + bh * L.slice();
-  const std::uint16_t* vvb = vv + bh * L.slice();
-  const __m512 ninf = _mm512_set1_ps(-INFINITY);
-  long prev_j0 = -1, prev_valid = 0;
-  for (long j0 = 0, blk = 0; j0 < L.n; j0 += KB, ++blk) {
-    for (int t = 0; t < KW; ++t) {
-      tl.template load<2>(kvb + (j0 / 16 + t) * 8 * 32, 64);
-      tl.template product<0, 1, 2>(&s[0][t * 16], KB * 4);
-    }
-    const long valid = L.n - j0 < KB ? L.n - j0 : KB;
-    __mmask16 km[KW];
-    for (int w = 0; w < KW; ++w) {
-      const long v = valid - 16 * w;
-      km[w] = v >= 16 ? __mmask16(0xffff) : v <= 0 ? __mmask16(0) : __mmask16((1u << v) - 1u);
-    }
-    const int wlive = int((valid + 15) / 16);  // vectors with at least one key
-    std::uint16_t(&pb)[16][KB] = p[blk & 1];
-    const bool full = valid == KB;  // no key past n: no masks (every block but the last, when n % 128 != 0)
-    for (int r = 0; r < 16; ++r) {
-      float mt;
-      if (full) {
-        __m512 mx0 = _mm512_load_ps(&s[r][0]), mx1 = _mm512_load_ps(&s[r][16]);
-        for (int w = 2; w < KW; w += 2) {
-          mx0 = _mm512_max_ps(mx0, _mm512_load_ps(&s[r][16 * w]));
-          mx1 = _mm512_max_ps(mx1, _mm512_load_ps(&s[r][16 * w + 16]));
-        }
-        mt = _mm512_reduce_max_ps(_mm512_max_ps(mx0, mx1));
-      } else {
-        __m512 mx = ninf;
-        for (int w = 0; w < wlive; ++w)
-          mx = _mm512_max_ps(mx, _mm512_mask_blend_ps(km[w], ninf, _mm512_load_ps(&s[r][16 * w])));
-        mt = _mm512_reduce_max_ps(mx);
-      }
-      const float m_new = j0 == 0 || mt > m[r] ? mt : m[r];
-      const __m512 mv = _mm512_set1_ps(m_new);
-      __m512 sum = _mm512_setzero_ps();
-      if (full) {
-        for (int w = 0; w < KW; w += 2) {
-          const __m512 e0 = exp2_16(_mm512_sub_ps(_mm512_load_ps(&s[r][16 * w]), mv));
-          const __m512 e1 = exp2_16(_mm512_sub_ps(_mm512_load_ps(&s[r][16 * w + 16]), mv));
-          sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
-          _mm512_store_si512(&pb[r][16 * w], bf16x32(e0, e1));
-        }
-      } else {
-        for (int w = 0; w < KW; w += 2) {
-          __m512 e0 = _mm512_setzero_ps(), e1 = _mm512_setzero_ps();
-          if (w < wlive) e0 = _mm512_maskz_mov_ps(km[w], exp2_16(_mm512_sub_ps(_mm512_load_ps(&s[r][16 * w]), mv)));
-          if (w + 1 < wlive)
-            e1 = _mm512_maskz_mov_ps(km[w + 1], exp2_16(_mm512_sub_ps(_mm512_load_ps(&s[r][16 * w + 16]), mv)));
-          sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
-          _mm512_store_si512(&pb[r][16 * w], bf16x32(e0, e1));
-        }
-      }
-      if (j0 == 0) {
-        l[r] = sum;
-        alpha[r] = 1.0f;
-      } else if (m_new > m[r]) {
-        alpha[r] = std::exp2(m[r] - m_new);
-        l[r] = _mm512_fmadd_ps(l[r], _mm512_set1_ps(alpha[r]), sum);
-      } else {
-        alpha[r] = 1.0f;
-        l[r] = _mm512_add_ps(l[r], sum);
-      }
-      m[r] = m_new;
-    }
-    if (prev_j0 >= 0) {  // the previous block's p v, then this block's rescale
-      pv_block(tl, pv, &p[(blk - 1) & 1][0][0], vvb, prev_j0, prev_valid);
-      for (int r = 0; r < 16; ++r)
-        acc[r] = _mm512_mul_ps(_mm512_add_ps(acc[r], _mm512_load_ps(&pv[r][0])), _mm512_set1_ps(alpha[r]));
-    }
-    prev_j0 = j0;
-    prev_valid = valid;
-  }
-  const long last = (L.n - 1) / KB;
-  pv_block(tl, pv, &p[last & 1][0][0], vvb, prev_j0, prev_valid);
-  for (int r = 0; r < 16; ++r) acc[r] = _mm512_add_ps(acc[r], _mm512_load_ps(&pv[r][0]));
-  tl.release();
-  for (int r = 0; r < 16 && i0 + r < L.n; ++r) {
-    const long i = i0 + r;
-    const float sum = _mm512_reduce_add_ps(l[r]);
-    _mm512_storeu_ps(o + (bh * L.n + i) * 16, _mm512_mul_ps(acc[r], _mm512_set1_ps(1.0f / sum)));
-    lse[bh * L.n + i] = (m[r] + std::log2(sum)) * kLn2;  // natural log, as the float32 kernels save it
-  }
-}
-
 // The softmax of one query row of a key block of 128 (the forward's online softmax): the running maximum m (base 2)
 // and sum l (16 partial sums), p = 2^(s - m) in bf16 (0 past the valid keys), and alpha, the factor that rescales
 // what the row accumulated before this block.
@@ -456,6 +330,70 @@ AMX_FN inline void softmax_row(const float* s, std::uint16_t* p, float& m, __m51
     l = _mm512_add_ps(l, sum);
   }
   m = m_new;
+}
+
+template <class Tiles>
+AMX_FN void forward_item(float* o, float* lse, const std::uint16_t* qs, const std::uint16_t* kv,
+                         const std::uint16_t* vv, const Layout& L, long bh, long i0) {
+  constexpr int KB = 128, KW = KB / 16;  // keys per block, vectors (and s tiles) per row of a block
+  Tiles tl;
+  TileConfig cfg;
+  cfg.set(0, 16, 64);  // s tile (16 queries × 16 keys, float32)
+  cfg.set(1, 16, 32);  // q rows (16 × 16 dims)
+  cfg.set(2, 8, 64);   // keys, VNNI (8 dimension pairs × 16 keys)
+  cfg.set(3, 16, 64);  // p rows (16 × 32 keys)
+  cfg.set(4, 16, 64);  // values, VNNI (16 key pairs × 16 dims)
+  cfg.set(5, 16, 64);  // p v (16 × 16 dims)
+  tl.config(cfg);
+  tl.template load<1>(qs + bh * L.slice() + i0 * 16, 32);
+  // p of a block is written by vector stores and read by tile loads; a tile load right after the stores waits for
+  // them to drain, so p v of block b runs after the softmax of block b + 1 (p double-buffered), and the output rows
+  // are rescaled one block late: acc = (acc + p_b v) · 2^(m_b - m_(b+1)).
+  alignas(64) float s[16][KB];
+  alignas(64) std::uint16_t p[2][16][KB];
+  alignas(64) float pv[16][16];
+  __m512 acc[16], l[16];  // output rows; running sums as 16 partial sums each
+  float m[16], alpha[16];  // running maxima (base 2); the rescale of the pending block
+  for (int r = 0; r < 16; ++r) {
+    acc[r] = l[r] = _mm512_setzero_ps();
+    m[r] = 0.0f;
+  }
+  const std::uint16_t* kvb = kv + bh * L.slice();
+  const std::uint16_t* vvb = vv + bh * L.slice();
+  long prev_j0 = -1, prev_valid = 0;
+  for (long j0 = 0, blk = 0; j0 < L.n; j0 += KB, ++blk) {
+    for (int t = 0; t < KW; ++t) {
+      tl.template load<2>(kvb + (j0 / 16 + t) * 8 * 32, 64);
+      tl.template product<0, 1, 2>(&s[0][t * 16], KB * 4);
+    }
+    const long valid = L.n - j0 < KB ? L.n - j0 : KB;
+    __mmask16 km[KW];
+    for (int w = 0; w < KW; ++w) {
+      const long v = valid - 16 * w;
+      km[w] = v >= 16 ? __mmask16(0xffff) : v <= 0 ? __mmask16(0) : __mmask16((1u << v) - 1u);
+    }
+    const int wlive = int((valid + 15) / 16);  // vectors with at least one key
+    std::uint16_t(&pb)[16][KB] = p[blk & 1];
+    const bool full = valid == KB;  // no key past n: no masks (every block but the last, when n % 128 != 0)
+    for (int r = 0; r < 16; ++r) softmax_row(&s[r][0], &pb[r][0], m[r], l[r], alpha[r], j0 == 0, full, km, wlive);
+    if (prev_j0 >= 0) {  // the previous block's p v, then this block's rescale
+      pv_block(tl, pv, &p[(blk - 1) & 1][0][0], vvb, prev_j0, prev_valid);
+      for (int r = 0; r < 16; ++r)
+        acc[r] = _mm512_mul_ps(_mm512_add_ps(acc[r], _mm512_load_ps(&pv[r][0])), _mm512_set1_ps(alpha[r]));
+    }
+    prev_j0 = j0;
+    prev_valid = valid;
+  }
+  const long last = (L.n - 1) / KB;
+  pv_block(tl, pv, &p[last & 1][0][0], vvb, prev_j0, prev_valid);
+  for (int r = 0; r < 16; ++r) acc[r] = _mm512_add_ps(acc[r], _mm512_load_ps(&pv[r][0]));
+  tl.release();
+  for (int r = 0; r < 16 && i0 + r < L.n; ++r) {
+    const long i = i0 + r;
+    const float sum = _mm512_reduce_add_ps(l[r]);
+    _mm512_storeu_ps(o + (bh * L.n + i) * 16, _mm512_mul_ps(acc[r], _mm512_set1_ps(1.0f / sum)));
+    lse[bh * L.n + i] = (m[r] + std::log2(sum)) * kLn2;  // natural log, as the float32 kernels save it
+  }
 }
 
 // The forward of one work item on AVX512-BF16 without AMX (the same products, online softmax and rounding as
@@ -670,14 +608,18 @@ AMX_FN void backward_key_block(float* dqb, float (&dvt)[16][16], float (&dkt)[16
     _mm512_store_ps(&dvt[r][0], _mm512_setzero_ps());
     _mm512_store_ps(&dkt[r][0], _mm512_setzero_ps());
   }
-#define ATTNPHYS_SCORES(i0)                                                              \
-  for (int h = 0; h < QB / 16; ++h) {                                                    \
-    dp_rows<8, true>(unused, bytes(qs + so + ((i0) + 16 * h) * 16), 32, bytes(kvk), 64,  \
-                     reinterpret_cast<char*>(&s[16 * h][0]), 64);                        \
-    dp_rows<8, true>(unused, bytes(dob + so + ((i0) + 16 * h) * 16), 32, bytes(vtk), 64, \
-                     reinterpret_cast<char*>(&dp[16 * h][0]), 64);                       \
-  }
-  ATTNPHYS_SCORES(0) {
+  // s and dp of the query block at i0 (a macro, not a lambda: a lambda does not carry AMX_FN's instruction sets)
+#define ATTNPHYS_SCORES(i0)                                                                \
+  do {                                                                                     \
+    for (int h = 0; h < QB / 16; ++h) {                                                    \
+      dp_rows<8, true>(unused, bytes(qs + so + ((i0) + 16 * h) * 16), 32, bytes(kvk), 64,  \
+                       reinterpret_cast<char*>(&s[16 * h][0]), 64);                        \
+      dp_rows<8, true>(unused, bytes(dob + so + ((i0) + 16 * h) * 16), 32, bytes(vtk), 64, \
+                       reinterpret_cast<char*>(&dp[16 * h][0]), 64);                       \
+    }                                                                                      \
+  } while (0)
+  ATTNPHYS_SCORES(0);
+  {
     __m512 ep = _mm512_setzero_ps(), dpend = _mm512_setzero_ps();
     for (int row = 0; row < QB; ++row)
       bw_row<FullKeys>(&s[0][0], &dp[0][0], l2[row], dd[row], km, &pv[0][0][0], &dsv[0][0][0], &dsr[0][0][0], row, ep,
@@ -687,7 +629,7 @@ AMX_FN void backward_key_block(float* dqb, float (&dvt)[16][16], float (&dkt)[16
     const long i0 = qb * QB;
     const int cur = int(qb & 1), nxt = cur ^ 1;
     const bool next = qb + 1 < nqb;
-    if (next) ATTNPHYS_SCORES(i0 + QB)
+    if (next) ATTNPHYS_SCORES(i0 + QB);
     for (int h = 0; h < QB / 16; ++h) {  // dq rows += dS k (scaled at the end)
       const long r0 = i0 + 16 * h;
       if (r0 >= n) break;
@@ -784,20 +726,15 @@ void backward(float* dq, float* dk, float* dv, const float* dout, const float* q
   const long sl = nbh * L.slice();
   std::uint16_t *qs = scratch, *qst = qs + sl, *kv = qst + sl, *kk = kv + sl, *vt = kk + sl, *dob = vt + sl,
                 *dot = dob + sl;
-  const bool blocked = !attnphys::amx::available() && !tile_schedule;  // the AVX-512 backward's layouts
+  // dOᵀ and qᵀ: in one block of np queries for the tiles, in blocks of 64 for the AVX-512 backward
+  const long bw = !attnphys::amx::available() && !tile_schedule ? 64 : L.np;
   pack_rows(qs, q, 0.25f * kLog2e, nbh, L);
-  if (blocked)
-    pack_transposed_blocked(qst, q, 0.25f, nbh, L);
-  else
-    pack_transposed(qst, q, 0.25f, nbh, L);
+  pack_transposed(qst, q, 0.25f, bw, nbh, L);
   pack_dim_pairs(kv, k, nbh, L);
   pack_row_pairs(kk, k, nbh, L);
   pack_dim_pairs(vt, v, nbh, L);
   pack_rows(dob, dout, 1.0f, nbh, L);
-  if (blocked)
-    pack_transposed_blocked(dot, dout, 1.0f, nbh, L);
-  else
-    pack_transposed(dot, dout, 1.0f, nbh, L);
+  pack_transposed(dot, dout, 1.0f, bw, nbh, L);
   float* rows = reinterpret_cast<float*>(dot + sl);
   if (attnphys::amx::available())
     attnphys::parallel_for("attnphys::attention_amx_backward", nbh, [=](long bh) {
