@@ -23,8 +23,9 @@ a point whose file exists is never run again. A VMC point checkpoints every --ch
 checkpoint and ends bit-identical to an uninterrupted run. `<out>/study.log` records what each invocation started,
 skipped, resumed and finished; SIGTERM, SIGINT (Ctrl-C) or SIGHUP ends the running point commands and logs which
 (`stopped by SIGTERM: ...`) before the command exits with 128 + the signal. Several study commands may run on one
-folder at once (one per N on separate nodes, say): each point is held by the process running it (`<work>/<key>.lock`), a second command skips the points another
-is running and says which process holds them, and the tables and plan.json are rewritten under `<out>/.study.lock`.
+folder at once (one per N on separate nodes, say): each point is held by the process running it
+(`<work>/<key>.lock`), a second command skips the points another is running and says which process holds them, and
+the tables and plan.json are rewritten under `<out>/.study.lock`.
 --jobs J runs up to J points of one command side by side, each with --threads T threads (ATTNPHYS_NUM_THREADS,
 OMP_NUM_THREADS and OPENBLAS_NUM_THREADS of its `attnphys`). A point's result does not depend on --jobs; another
 thread count changes its trajectory in the last digits (and from there statistically, as another CPU does); wall

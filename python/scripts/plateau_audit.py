@@ -3,12 +3,13 @@
 
 Reads VMC logs in the CLI's CSV layout (`attnphys vmc --log`, VMC.run(out="x.csv"): the columns iteration, energy,
 variance and, with the step guard, rejected; any others are ignored; .csv.gz too), so that a trace can be checked
-against either form of the test without rerunning it. For each log it prints the first iteration (counting iterations run, as the
-driver does) at which the one-sided test (the default: the energy fell by at most `sigmas` standard errors and the
-median variance by less than `variance_drop` over the last window) and the two-sided test (vmc.converge_two_sided:
-neither a fall nor a rise beyond those bounds) hold, or "-" when they hold nowhere in the log, and whether each holds
-at the log's last iteration. The test is the library's own (attnphys.spin.plateaued). Rejected iterations count as
-holes (NaN), as in the driver; the driver also waits a window after a rejection, which this script does too.
+against either form of the test without rerunning it. For each log it prints the first iteration (counting
+iterations run, as the driver does) at which the one-sided test (the default: the energy fell by at most `sigmas`
+standard errors and the median variance by less than `variance_drop` over the last window) and the two-sided test
+(vmc.converge_two_sided: neither a fall nor a rise beyond those bounds) hold, or "-" when they hold nowhere in the
+log, and whether each holds at the log's last iteration. The test is the library's own (attnphys.spin.plateaued).
+Rejected iterations count as holes (NaN), as in the driver; the driver also waits a window after a rejection, which
+this script does too.
 
     PYTHONPATH=build/python /usr/bin/python3 python/scripts/plateau_audit.py LOG.csv [LOG.csv ...]
         [--window 100] [--start 300] [--sigmas 2] [--variance-drop 0.1] [--json]
